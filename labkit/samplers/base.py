@@ -1,0 +1,82 @@
+"""What every sampler rule sees and returns. The loop (decode.stream) owns the state; a rule's
+`step()` is a pure function of logits and state."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class DecodeState:
+    """What a sampler may look at. Owned and advanced by decode.stream()."""
+    x: Tensor              # (B, L) long: prompt + canvas, mask_id where undecided
+    frozen: Tensor         # (B, L) bool: prompt, padding and pinned positions; never committed or edited
+    block_start: int       # first position of the active block
+    block_end: int         # one past its last position
+    block: int             # active block index
+    step: int              # step index within the block (0-based)
+    steps: int             # step budget for this block
+    global_step: int       # step index over the whole generation
+    mask_id: int
+    eos_id: int | None = None
+
+    @property
+    def in_block(self) -> Tensor:              # (B, L) bool
+        m = torch.zeros_like(self.frozen)
+        m[:, self.block_start:self.block_end] = True
+        return m
+
+    @property
+    def masked(self) -> Tensor:                # (B, L) bool: undecided positions of the active block
+        return self.in_block & (self.x == self.mask_id) & ~self.frozen
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one denoising step (one forward pass) did. Every tensor is (B, L)."""
+    step: int              # global step index
+    block: int             # active block index
+    tokens: Tensor         # long: the canvas after this step
+    candidates: Tensor     # long: the rule's proposal at each position (x where it proposed nothing)
+    confidence: Tensor     # float: the score used for ranking / thresholding (nan where not scored)
+    committed: Tensor      # bool: mask → token at this step (M2T)
+    edited: Tensor         # bool: token → different token at this step (T2T)
+    seconds: float = float("nan")   # wall time of the step, when a timer filled it in
+
+
+class Sampler(Protocol):
+    def step(self, logits: Tensor, state: DecodeState,
+             generator: torch.Generator | None = None) -> StepRecord: ...
+
+
+def sample_tokens(logits: Tensor, temperature: float,
+                  generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    """Propose x0 at every position and score it by its probability under softmax(logits).
+    logits (B, N, V) → candidates (B, N) long, probability (B, N) float32.
+    temperature 0 is argmax; > 0 is Gumbel-max in float64 (low-precision Gumbel noise hurts
+    quality: arXiv:2409.02908), i.e. a sample from softmax(logits / temperature)."""
+    logits = logits.float()
+    if temperature > 0:
+        u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float64)
+        gumbel = -torch.log(-torch.log(u.clamp_min(1e-300)))
+        cand = (logits.double() / temperature + gumbel).argmax(-1)
+    else:
+        cand = logits.argmax(-1)
+    prob = torch.softmax(logits, -1).gather(-1, cand[..., None]).squeeze(-1)
+    return cand, prob
+
+
+def topk_mask(score: Tensor, allowed: Tensor, k: Tensor) -> Tensor:
+    """(B, L) bool: per row, the k[b] highest-score positions among `allowed` (ties by position)."""
+    score = score.masked_fill(~allowed, float("-inf"))
+    order = score.argsort(dim=-1, descending=True, stable=True)       # (B, L)
+    rank = torch.empty_like(order)
+    rank.scatter_(-1, order, torch.arange(score.shape[-1], device=score.device).expand_as(order))
+    return (rank < k[:, None]) & allowed
+
+
+def ceil_div(a: Tensor, b: int) -> Tensor:
+    return -(-a // b)

@@ -1,0 +1,55 @@
+"""LLaDA low-confidence remasking (Nie et al., 2025), the reference rule.
+
+Each step proposes x0 at every masked position of the active block (argmax, or Gumbel-max at
+temperature > 0), scores it by p(x0) ("low_confidence") or by a uniform draw ("random"), and
+commits the k best, k = ceil(masks_left / steps_left). That reproduces LLaDA's remainder-first
+schedule (m // s per step, the first m % s steps one more) without storing a table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .base import DecodeState, StepRecord, ceil_div, sample_tokens, topk_mask
+
+REMASKING = ("low_confidence", "random")
+
+
+@dataclass(frozen=True)
+class LowConfidence:
+    temperature: float = 0.0            # 0 = greedy; > 0 samples from softmax(logits / T)
+    remasking: str = "low_confidence"   # "low_confidence" (rank by p(x0)) or "random"
+    logits_eos_inf: bool = False        # forbid EOS outright (LLaDA's HumanEval setting)
+    confidence_eos_eot_inf: bool = False  # commit EOS last: its confidence is -inf (EVAL.md's intent)
+
+    def __post_init__(self):
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.remasking not in REMASKING:
+            raise ValueError(f"remasking must be one of {REMASKING}, got {self.remasking!r}")
+
+    def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
+        s, e = state.block_start, state.block_end
+        block_logits = logits[:, s:e].float()                      # (B, N, V)
+        if self.logits_eos_inf and state.eos_id is not None:
+            block_logits = block_logits.clone()                    # never write into the caller's logits
+            block_logits[..., state.eos_id] = float("-inf")
+        cand_b, conf_b = sample_tokens(block_logits, self.temperature, generator)   # (B, N)
+        if self.confidence_eos_eot_inf and state.eos_id is not None:
+            conf_b = conf_b.masked_fill(cand_b == state.eos_id, float("-inf"))
+        if self.remasking == "random":
+            conf_b = torch.rand(conf_b.shape, generator=generator, device=conf_b.device)
+        masked = state.masked                                       # (B, L)
+        candidates = state.x.clone()
+        candidates[:, s:e] = torch.where(masked[:, s:e], cand_b, state.x[:, s:e])
+        confidence = torch.full(state.x.shape, float("nan"), device=state.x.device)
+        confidence[:, s:e] = torch.where(masked[:, s:e], conf_b, confidence[:, s:e])
+        k = ceil_div(masked.sum(-1), max(1, state.steps - state.step))       # (B,)
+        # rank on -inf-safe scores: EOS-suppressed positions still commit, just last
+        score = torch.nan_to_num(confidence, nan=float("-inf"), neginf=-1e30)
+        committed = topk_mask(score, masked, k)
+        tokens = torch.where(committed, candidates, state.x)
+        return StepRecord(step=state.global_step, block=state.block, tokens=tokens,
+                          candidates=candidates, confidence=confidence, committed=committed,
+                          edited=torch.zeros_like(committed))

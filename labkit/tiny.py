@@ -1,0 +1,160 @@
+"""The embedded diffusion LM: a small bidirectional transformer as a `transformers` model.
+
+RoPE positions (a bidirectional model gets no word order from its attention mask), RMSNorm,
+SwiGLU MLPs and tied input/output embeddings: the recipe that leaves the unigram plateau fastest
+on a CPU. `is_causal=True` gives the autoregressive twin of the same shape ("tiny-ar").
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, PretrainedConfig,
+                          PreTrainedModel)
+from transformers.modeling_outputs import MaskedLMOutput
+
+
+class TinyDLMConfig(PretrainedConfig):
+    model_type = "labkit-tiny-dlm"
+
+    def __init__(self, vocab_size: int = 2048,      # BPE vocabulary incl. <pad>, <eos>, <mask>
+                 hidden_size: int = 256,            # d_model
+                 num_hidden_layers: int = 6,
+                 num_attention_heads: int = 4,      # head dim = hidden_size / heads
+                 intermediate_size: int = 688,      # SwiGLU hidden width (≈ 8/3 · d, multiple of 16)
+                 max_position_embeddings: int = 256,  # context the model was trained at
+                 rope_theta: float = 10000.0,
+                 rms_norm_eps: float = 1e-5,
+                 is_causal: bool = False,           # True: the autoregressive twin
+                 mask_token_id: int | None = None,
+                 tie_word_embeddings: bool = True,
+                 **kwargs):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.max_position_embeddings = max_position_embeddings
+        self.rope_theta = rope_theta
+        self.rms_norm_eps = rms_norm_eps
+        self.is_causal = is_causal
+        self.mask_token_id = mask_token_id
+        super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)
+
+
+def rope_tables(n: int, head_dim: int, theta: float, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    inv = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    ang = torch.outer(torch.arange(n, device=device, dtype=torch.float32), inv)   # (n, hd/2)
+    return ang.cos(), ang.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x[..., ::2], x[..., 1::2]                          # (B, H, L, hd/2) each
+    out = torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    return out.flatten(-2).type_as(x)                           # (B, H, L, hd)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TinyDLMConfig):
+        super().__init__()
+        self.h = cfg.num_attention_heads
+        self.qkv = nn.Linear(cfg.hidden_size, 3 * cfg.hidden_size, bias=False)
+        self.out = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=False)
+        self.is_causal = cfg.is_causal
+
+    def forward(self, x, cos, sin, attn_mask=None):
+        B, L, D = x.shape
+        q, k, v = self.qkv(x).view(B, L, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)  # 3×(B, H, L, hd)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if attn_mask is not None and self.is_causal:            # pad mask and causal mask together
+            attn_mask = attn_mask & torch.ones(L, L, dtype=torch.bool, device=x.device).tril()
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
+                                           is_causal=self.is_causal and attn_mask is None)
+        return self.out(y.transpose(1, 2).reshape(B, L, D))
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, cfg: TinyDLMConfig):
+        super().__init__()
+        self.gate_up = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=False)
+        self.down = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x):
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(F.silu(gate) * up)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: TinyDLMConfig):
+        super().__init__()
+        self.norm1 = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.attn = Attention(cfg)
+        self.norm2 = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.mlp = SwiGLU(cfg)
+
+    def forward(self, x, cos, sin, attn_mask=None):
+        x = x + self.attn(self.norm1(x), cos, sin, attn_mask)
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyDLM(PreTrainedModel):
+    """Bidirectional (or, with is_causal, causal) transformer returning logits (B, L, V)."""
+    config_class = TinyDLMConfig
+    base_model_prefix = "tiny"
+    _tied_weights_keys = {"lm_head.weight": "embed.weight"}
+
+    def __init__(self, config: TinyDLMConfig):
+        super().__init__(config)
+        self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(Block(config) for _ in range(config.num_hidden_layers))
+        self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        elif isinstance(module, nn.RMSNorm):
+            nn.init.ones_(module.weight)
+
+    def get_input_embeddings(self):
+        return self.embed
+
+    def set_input_embeddings(self, value):
+        self.embed = value
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, **kwargs) -> MaskedLMOutput:
+        B, L = input_ids.shape
+        if L > self.config.max_position_embeddings:
+            raise ValueError(f"input length {L} exceeds the model's context "
+                             f"max_position_embeddings={self.config.max_position_embeddings}")
+        hd = self.config.hidden_size // self.config.num_attention_heads
+        cos, sin = rope_tables(L, hd, self.config.rope_theta, input_ids.device)   # (L, hd/2)
+        mask = None
+        if attention_mask is not None:                      # (B, L) 1 = real token, 0 = padding
+            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, L): keys a query may see
+        x = self.embed(input_ids)                           # (B, L, D)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        logits = self.lm_head(self.norm(x))                 # (B, L, V)
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+def register() -> None:
+    """Make AutoConfig / AutoModelForMaskedLM (and ForCausalLM, for the AR twin) know the model."""
+    try:
+        AutoConfig.register(TinyDLMConfig.model_type, TinyDLMConfig)
+    except ValueError:                                      # already registered
+        pass
+    for auto in (AutoModelForMaskedLM, AutoModelForCausalLM):
+        try:
+            auto.register(TinyDLMConfig, TinyDLM)
+        except ValueError:
+            pass

@@ -1,0 +1,66 @@
+"""The `labkit` command on the embedded model: output, HTML view, and errors without tracebacks."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from labkit.cli import main
+
+
+def test_generate_prints_text_nfe_and_time(capsys):
+    assert main(["generate", "--model", "tiny", "--steps", "32", "--gen-length", "32", "ROMEO:"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("ROMEO:\n") and len(out) > len("ROMEO:\n") + 10
+    assert "NFE 32" in err and "tok/s" in err
+
+
+def test_generate_writes_html_and_trace(tmp_path, capsys):
+    html, trace = tmp_path / "view.html", tmp_path / "t.npz"
+    assert main(["generate", "--gen-length", "32", "--steps", "16", "--html", str(html),
+                 "--trace", str(trace), "KING:"]) == 0
+    text = html.read_text()
+    assert "plotly" in text and "<h1>" in text
+    from labkit import Trace
+    assert len(Trace.load(trace)) == 16
+
+
+@pytest.mark.parametrize("args, word", [
+    (["generate", "--model", "nope", "x"], "unknown model"),
+    (["generate", "--steps", "0", "ROMEO:"], "steps"),
+    (["generate", "--temperature", "-1", "ROMEO:"], "temperature"),
+    (["generate", "--gen-length", "48", "--block-length", "32", "ROMEO:"], "block_length"),
+    (["generate", ""], "prompt"),
+])
+def test_errors_are_one_line_and_exit_nonzero(args, word, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert word in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_python_dash_m_entry_point():
+    r = subprocess.run([sys.executable, "-m", "labkit", "generate", "--steps", "0", "x"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "steps" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_eval_json_has_the_keys(capsys, monkeypatch):
+    """`labkit eval --json` prints one JSON object (quality figures checked on a small slice)."""
+    import labkit.evaluate as ev
+    monkeypatch.setattr(ev, "heldout_windows", lambda lm, length=256: ev_windows(lm))
+    monkeypatch.setattr(ev, "sample_prompts", lambda n=32: ["ROMEO:\n", "KING:\n"])
+    assert main(["eval", "--model", "tiny", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    for k in ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "word_validity", "distinct_2"):
+        assert k in result
+    for k in ("mask_acc_0.15", "mask_acc_0.5", "word_validity", "distinct_2"):
+        assert 0.0 <= result[k] <= 1.0
+    assert result["mask_acc_0.15"] > 0.1 and result["elbo_bits_per_token"] > 0
+
+
+def ev_windows(lm):
+    import torch
+    from labkit.data import load_plays
+    ids = lm.encode(load_plays("heldout")["macbeth"][:6000])
+    n = len(ids) // 128
+    return torch.tensor(ids[:n * 128]).view(n, 128)

@@ -1,0 +1,136 @@
+"""The LLaDA rule with hand-built logits: no model involved."""
+import math
+
+import pytest
+import torch
+
+from labkit.samplers import DecodeState, LowConfidence
+from labkit.samplers.base import ceil_div, sample_tokens, topk_mask
+
+MASK, EOS, V = 0, 1, 8
+
+
+def llada_schedule(m: int, steps: int) -> list[int]:
+    """LLaDA's get_num_transfer_tokens for one row: m // steps each, the first m % steps one more."""
+    return [m // steps + (1 if i < m % steps else 0) for i in range(steps)]
+
+
+def test_ceil_schedule_equals_llada_remainder_first_split():
+    for m in range(0, 300):
+        for steps in range(1, 80):
+            left, got = m, []
+            for i in range(steps):
+                k = int(ceil_div(torch.tensor([left]), steps - i))
+                got.append(k)
+                left -= k
+            assert got == llada_schedule(m, steps), (m, steps)
+
+
+def state(x, steps, step=0, start=0, end=None, frozen=None):
+    x = torch.as_tensor(x)
+    end = x.shape[1] if end is None else end
+    frozen = torch.zeros_like(x, dtype=torch.bool) if frozen is None else frozen
+    return DecodeState(x=x, frozen=frozen, block_start=start, block_end=end, block=0, step=step,
+                       steps=steps, global_step=step, mask_id=MASK, eos_id=EOS)
+
+
+def rising_logits(L, B=1):
+    """Position j proposes token 2 + j % 6 with confidence rising in j."""
+    logits = torch.zeros(B, L, V)
+    for j in range(L):
+        logits[:, j, 2 + j % 6] = 1.0 + j
+    return logits
+
+
+def test_low_confidence_commits_most_confident_first():
+    L = 6
+    x = torch.full((1, L), MASK)
+    rule = LowConfidence()
+    order = []
+    for step in range(L):
+        rec = rule.step(rising_logits(L), state(x, steps=L, step=step))
+        assert rec.committed.sum() == 1
+        order.append(int(rec.committed[0].nonzero()))
+        x = rec.tokens
+    assert order == [5, 4, 3, 2, 1, 0]
+    assert x.tolist() == [[2 + j % 6 for j in range(L)]]
+
+
+def test_commit_count_follows_schedule_and_only_masked_in_block():
+    L = 10
+    x = torch.full((1, L), MASK)
+    x[0, 0] = 5                                          # already filled: must not be touched
+    frozen = torch.zeros(1, L, dtype=torch.bool)
+    frozen[0, 1] = True                                  # frozen position: never committed
+    x[0, 1] = 6
+    rec = LowConfidence().step(rising_logits(L), state(x, steps=3, start=0, end=8, frozen=frozen))
+    masked_in_block = 6                                  # positions 2..7
+    assert int(rec.committed.sum()) == math.ceil(masked_in_block / 3)
+    assert not rec.committed[0, :2].any() and not rec.committed[0, 8:].any()
+    assert rec.tokens[0, :2].tolist() == [5, 6]
+    assert torch.isnan(rec.confidence[0, 8:]).all()      # outside the block: not scored
+    assert not rec.edited.any()
+
+
+def test_confidence_is_probability_of_proposed_token():
+    logits = torch.randn(2, 5, V, generator=torch.Generator().manual_seed(0))
+    cand, prob = sample_tokens(logits, 0.0)
+    assert torch.equal(cand, logits.argmax(-1))
+    assert torch.allclose(prob, logits.softmax(-1).max(-1).values)
+
+
+def test_gumbel_sampling_matches_softmax_over_temperature():
+    logits = torch.tensor([[[0.0, 1.0, 2.0, 0.5]]]).expand(1, 20000, 4)
+    g = torch.Generator().manual_seed(1)
+    cand, _ = sample_tokens(logits, 0.7, g)
+    freq = torch.bincount(cand.flatten(), minlength=4).float() / cand.numel()
+    assert torch.allclose(freq, torch.softmax(logits[0, 0] / 0.7, -1), atol=0.015)
+
+
+def test_random_remasking_is_seeded():
+    L = 12
+    x = torch.full((1, L), MASK)
+    rule = LowConfidence(remasking="random")
+    a = rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(3))
+    b = rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(3))
+    c = rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(4))
+    assert torch.equal(a.committed, b.committed)
+    assert int(a.committed.sum()) == 3
+    assert not torch.equal(a.committed, c.committed) or not torch.equal(
+        a.committed, rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(5)).committed)
+
+
+def test_eos_options():
+    L = 4
+    logits = torch.zeros(1, L, V)
+    logits[0, :, EOS] = 5.0                              # EOS everywhere, most confident at 0
+    logits[0, 0, EOS] = 9.0
+    logits[0, :, 3] = 4.0
+    x = torch.full((1, L), MASK)
+    rec = LowConfidence(logits_eos_inf=True).step(logits, state(x, steps=L))
+    assert not (rec.candidates == EOS).any()
+    rec = LowConfidence(confidence_eos_eot_inf=True).step(logits, state(x, steps=2))
+    assert int(rec.committed.sum()) == 2                 # still commits k positions ...
+    assert (rec.candidates == EOS).all()                 # ... all EOS proposals, now ranked last
+
+
+def test_topk_mask_is_per_row():
+    score = torch.tensor([[0.1, 0.9, 0.5, 0.7], [0.9, 0.1, 0.2, 0.3]])
+    allowed = torch.tensor([[True, True, True, False], [True, True, True, True]])
+    got = topk_mask(score, allowed, torch.tensor([2, 1]))
+    assert got.tolist() == [[False, True, True, False], [True, False, False, False]]
+
+
+@pytest.mark.parametrize("kw, word", [({"temperature": -0.1}, "temperature"),
+                                      ({"remasking": "lowest"}, "remasking")])
+def test_bad_sampler_knobs(kw, word):
+    with pytest.raises(ValueError, match=word):
+        LowConfidence(**kw)
+
+
+def test_step_does_not_modify_logits():
+    """Regression: logits_eos_inf once wrote -inf into the caller's logits tensor."""
+    logits = torch.randn(1, 4, V)
+    before = logits.clone()
+    LowConfidence(logits_eos_inf=True).step(logits, state(torch.full((1, 4), MASK), steps=4))
+    assert torch.equal(logits, before)

@@ -1,0 +1,43 @@
+"""The two install routes name the same dependencies; the corpus split is sound."""
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def norm(spec: str) -> str:
+    return re.sub(r"\s+", "", spec).lower()
+
+
+def test_environment_yml_matches_pyproject():
+    py = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = {norm(d) for d in py["dependencies"] if not d.startswith("torch")}
+    for extra in ("lab", "dev"):
+        wanted |= {norm(d) for d in py["optional-dependencies"][extra]}
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert env["channels"] == ["conda-forge"]
+    assert "python=3.11" in env["dependencies"]
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    got = {norm(d) for d in pip if not d.startswith(("-e", "torch"))}
+    assert got == wanted
+    makefile = (ROOT / "Makefile").read_text()
+    torch_pin = next(d for d in pip if d.startswith("torch"))
+    assert f"TORCH_SPEC  ?= {torch_pin}" in makefile        # same CPU torch pin in both routes
+
+
+def test_heldout_plays_are_never_trained_on():
+    from labkit.data import HELDOUT, load_plays
+    train, held = load_plays("train"), load_plays("heldout")
+    assert set(held) == set(HELDOUT) and len(held) >= 2
+    assert not set(train) & set(held)
+    assert len(train) >= 30
+
+
+def test_cleaning_strips_markup_and_directions():
+    from labkit.data import clean_play
+    md = ("# Play\n\n## ACT I\n\n_Enter ROMEO_\n\n**ROMEO**  \nBut, soft! _Aside_ what light  \n"
+          "through yonder window breaks?\n\n_Exit\nall_\n\n**Juliet**  \nAy me!\n")
+    assert clean_play(md) == "ROMEO:\nBut, soft! what light\nthrough yonder window breaks?\n\nJULIET:\nAy me!\n"
