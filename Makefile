@@ -2,7 +2,9 @@
 # make test : set up .venv (first time) and run the unit tests and the notebooks under nbval
 PYTHON ?= python3
 VENV   ?= .venv
-# CPU torch by default. GPU: make lab TORCH_SPEC=torch==2.13.0 TORCH_INDEX=https://download.pytorch.org/whl/cu128
+# torch 2.13.0 from the configured package index (here a local CPU wheel). On a plain PyPI
+# machine add TORCH_INDEX=https://download.pytorch.org/whl/cpu for the small CPU build, or
+# .../whl/cu128 for CUDA; run `make clean-venv` first when switching builds.
 TORCH_SPEC  ?= torch==2.13.0
 TORCH_INDEX ?=
 PORT ?= 8888
@@ -13,22 +15,21 @@ export PYTHONHASHSEED := 0
 export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
-export MPLBACKEND := Agg
 
 .PHONY: lab test install notebooks model eval clean-venv
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet -e ".[lab,dev]"
 	touch $@
 
 lab: install
-	env -u MPLBACKEND $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-	    --ServerApp.root_dir=notebooks 01_quickstart.ipynb
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
+	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True 01_quickstart.ipynb
 
 test: install
 	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \

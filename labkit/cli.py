@@ -14,11 +14,10 @@ import time
 
 def _generate(a) -> int:
     from .decode import generate
-    from .model import load
     from .samplers import LowConfidence
 
-    lm = load(a.model)
-    sampler = LowConfidence(temperature=a.temperature, remasking=a.remasking)
+    lm = _load(a)
+    sampler = LowConfidence(temperature=a.temperature, top_p=a.top_p, remasking=a.remasking)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
     t0 = time.perf_counter()
     out = generate(lm, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
@@ -38,9 +37,8 @@ def _generate(a) -> int:
 
 def _eval(a) -> int:
     from .evaluate import evaluate
-    from .model import load
 
-    lm = load(a.model)
+    lm = _load(a)
     t0 = time.perf_counter()
     result = evaluate(lm, seed=a.seed)
     result["eval_seconds"] = round(time.perf_counter() - t0, 1)
@@ -65,6 +63,21 @@ def _train(a) -> int:
     return 0
 
 
+def _load(a):
+    import torch
+
+    from .model import load
+    dtype = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[a.dtype]
+    return load(a.model, device=a.device, dtype=dtype, trust_remote_code=a.trust_remote_code)
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="tiny", help="'tiny', a model folder, or a hub id (default: tiny)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default: cpu)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA / Dream hub models")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import defaults
 
@@ -73,11 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     g = sub.add_parser("generate", help="generate text and report NFE and time")
     g.add_argument("prompt")
-    g.add_argument("--model", default="tiny", help="'tiny' or a model folder (default: tiny)")
+    _model_args(g)
     g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH)
     g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH)
     g.add_argument("--steps", type=int, default=defaults.STEPS)
     g.add_argument("--temperature", type=float, default=defaults.TEMPERATURE)
+    g.add_argument("--top-p", type=float, default=defaults.TOP_P)
     g.add_argument("--remasking", default="low_confidence", choices=["low_confidence", "random"])
     g.add_argument("--cfg-scale", type=float, default=0.0)
     g.add_argument("--seed", type=int, default=0)
@@ -86,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(fn=_generate)
 
     e = sub.add_parser("eval", help="held-out accuracy, ELBO and sample quality")
-    e.add_argument("--model", default="tiny")
+    _model_args(e)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--card", action="store_true", help="write the figures into the model card")
@@ -105,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (ValueError, FileNotFoundError, ModuleNotFoundError) as e:
+    except (ValueError, FileNotFoundError, ModuleNotFoundError, PermissionError) as e:
         print(f"labkit {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -28,6 +28,9 @@ class Output:
 
 
 def _check(lm, prompts, gen_length, block_length, steps, cfg_scale):
+    if getattr(lm, "kind", "masked") != "masked" or lm.mask_id is None or lm.mask_id < 0:
+        raise ValueError(f"model {lm.name!r} is not a masked diffusion model (kind={lm.kind!r}); "
+                         f"diffusion decoding needs a mask token")
     if isinstance(prompts, str):
         prompts = [prompts]
     if not isinstance(prompts, (list, tuple)) or not prompts:
@@ -58,18 +61,20 @@ def _check(lm, prompts, gen_length, block_length, steps, cfg_scale):
 
 
 def _model_fn(lm, attention_mask, prompt_pos, cfg_scale) -> Callable[[torch.Tensor], torch.Tensor]:
-    """x (B, L) → float logits (B, L, V), with classifier-free guidance when cfg_scale > 0: the
+    """x (B, L) → logits (B, L, V) in the model's dtype, with classifier-free guidance when cfg_scale > 0: the
     unconditional pass sees the prompt positions masked, in one batch of 2B with the conditional.
     Works with or without an attention mask (LLaDA's generate.py crashes without one)."""
     def forward(x):
         if cfg_scale == 0:
-            logits = lm(x, attention_mask).float()
+            logits = lm(x, attention_mask)
         else:
             un_x = x.masked_fill(prompt_pos, lm.mask_id)
             am = None if attention_mask is None else torch.cat([attention_mask, attention_mask])
-            cond, un = lm(torch.cat([x, un_x]), am).float().chunk(2)
+            cond, un = lm(torch.cat([x, un_x]), am).chunk(2)
             logits = un + (cfg_scale + 1) * (cond - un)
-        logits[..., lm.mask_id] = float("-inf")      # committing a mask would commit nothing
+        # committing a mask would commit nothing (a trained denoiser gives it ~0 anyway; this
+        # keeps random and hub models honest). Rules slice the block and cast to float32.
+        logits[..., lm.mask_id] = float("-inf")
         return logits
     return forward
 
@@ -87,6 +92,11 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     encoded, num_blocks = _check(lm, prompt, gen_length, block_length, steps, cfg_scale)
     if generator is None:
         generator = torch.Generator(device=lm.device).manual_seed(0 if seed is None else seed)
+    elif seed is not None:
+        raise ValueError("pass either seed or generator, not both")
+    elif generator.device.type != lm.device.type:
+        raise ValueError(f"generator is on {generator.device.type} but the model is on {lm.device.type}: "
+                         f"create it with torch.Generator(device={str(lm.device)!r})")
     B, P = len(encoded), max(map(len, encoded))
     L = P + gen_length
     x = torch.full((B, L), lm.mask_id, dtype=torch.long)
@@ -108,7 +118,7 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
         for step in range(steps_per_block):
             state = DecodeState(x=x, frozen=frozen, block_start=s, block_end=e, block=block, step=step,
                                 steps=steps_per_block, global_step=global_step, mask_id=lm.mask_id,
-                                eos_id=lm.eos_id)
+                                stop_ids=lm.stop_ids)
             if not state.masked.any():
                 break
             t0 = time.perf_counter()
@@ -124,23 +134,31 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
 
 
 def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] | None = None,
-             **kw) -> Output:
-    """stream() collected into an Output(ids, texts, trace, stats)."""
+             gen_length: int = 64, block_length: int = 32, steps: int = 64, cfg_scale: float = 0.0,
+             generator: torch.Generator | None = None, seed: int | None = None) -> Output:
+    """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS."""
     sampler = sampler if sampler is not None else LowConfidence()
     trace = Trace(prompt_len=0, mask_id=lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
     t0 = time.perf_counter()
-    for rec in stream(lm, prompt, sampler, trace=trace, **kw):
+    knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale)
+    for rec in stream(lm, prompt, sampler, trace=trace, generator=generator, seed=seed, **knobs):
         if on_step is not None:
             on_step(rec)
     seconds = time.perf_counter() - t0
     final = trace.final
     P = trace.prompt_len
-    texts = [lm.decode(row[P:].tolist()) for row in final]
+    texts = [lm.decode(_until_stop(row[P:].tolist(), lm.stop_ids)) for row in final]
     gen_tokens = int((final[:, P:] != lm.mask_id).sum())
-    trace.meta.update(sampler=repr(sampler), gen_length=kw.get("gen_length", 64),
-                      block_length=kw.get("block_length", 32), steps=kw.get("steps", 64),
-                      batch=final.shape[0])
+    trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=final.shape[0])
     stats = {"nfe": trace.nfe, "gen_tokens": gen_tokens,
              "tpf": round(gen_tokens / final.shape[0] / max(1, trace.nfe), 4),
              "seconds": round(seconds, 4), "tps": round(gen_tokens / max(seconds, 1e-9), 2)}
     return Output(ids=final.long(), texts=texts, trace=trace, stats=stats)
+
+
+def _until_stop(ids: list[int], stop_ids: tuple[int, ...]) -> list[int]:
+    """The generated ids up to (not including) the first EOS / end-of-turn token."""
+    for i, t in enumerate(ids):
+        if t in stop_ids:
+            return ids[:i]
+    return ids

@@ -4,6 +4,7 @@ has its weights). `load()` is the only place that knows special ids, padding sid
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,11 @@ class DLM:
     name: str
     kind: str = "masked"             # "masked" (bidirectional denoiser) or "causal" (AR twin)
     max_length: int | None = None    # context length, when the model has one
+    eot_id: int | None = None        # end-of-turn id of chat models (LLaDA's <|eot_id|>)
+
+    @property
+    def stop_ids(self) -> tuple[int, ...]:
+        return tuple(i for i in (self.eos_id, self.eot_id) if i is not None)
 
     @property
     def device(self) -> torch.device:
@@ -45,7 +51,7 @@ class DLM:
     def decode(self, ids, skip_special: bool = True) -> str:
         ids = [int(i) for i in ids]
         if skip_special:
-            special = {self.mask_id, self.pad_id, self.eos_id}
+            special = {self.mask_id, self.pad_id, *self.stop_ids}
             ids = [i for i in ids if i not in special]
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
@@ -86,13 +92,27 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
             return _to(lm, device, dtype)
     elif path.is_dir():
         raise FileNotFoundError(f"model folder {path} has no config.json")
-    return _to(_load_transformers(name, trust_remote_code), device, dtype)
+    return _to(_load_transformers(name, trust_remote_code, dtype), device, dtype)
 
 
 def _to(lm: DLM, device, dtype) -> DLM:
     lm.net.to(device=device, dtype=dtype) if dtype else lm.net.to(device)
     lm.net.eval()
     return lm
+
+
+@contextmanager
+def _quiet_loading():
+    """No 'Loading weights' progress bar for a 20 MB model; the user's setting is restored."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 def _load_tiny(path: Path, name: str) -> DLM:
@@ -106,7 +126,8 @@ def _load_tiny(path: Path, name: str) -> DLM:
     if not weights.is_file():
         raise FileNotFoundError(f"checkpoint {weights} is missing")
     try:
-        net = TinyDLM.from_pretrained(path)
+        with _quiet_loading():
+            net = TinyDLM.from_pretrained(path)
     except (SafetensorError, OSError, RuntimeError, ValueError, KeyError) as e:
         raise ValueError(f"checkpoint in {path} is corrupt or incomplete: {str(e)[:200]}") from None
     tok = load_tokenizer(path)
@@ -116,7 +137,7 @@ def _load_tiny(path: Path, name: str) -> DLM:
                max_length=net.config.max_position_embeddings)
 
 
-def _load_transformers(name: str, trust_remote_code: bool) -> DLM:
+def _load_transformers(name: str, trust_remote_code: bool, dtype=None) -> DLM:
     """Hub or local transformers model: a masked LM (LLaDA, Dream, BERT-style) or a causal LM."""
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
@@ -125,8 +146,9 @@ def _load_transformers(name: str, trust_remote_code: bool) -> DLM:
         tok = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as e:
         raise ValueError(f"cannot load model {name!r}: {str(e).splitlines()[0][:300]}") from None
-    causal = bool(getattr(cfg, "is_decoder", False)) or any(a.endswith("ForCausalLM") for a in (cfg.architectures or [])) \
-        and not any("LLaDA" in a or "Dream" in a for a in (cfg.architectures or []))
+    archs = cfg.architectures or []
+    causal = (bool(getattr(cfg, "is_decoder", False)) or any(a.endswith("ForCausalLM") for a in archs)) \
+        and not any("LLaDA" in a or "Dream" in a for a in archs)
     mask_id = tok.mask_token_id
     if mask_id is None:
         for s in MASK_TOKEN_STRINGS:
@@ -141,7 +163,7 @@ def _load_transformers(name: str, trust_remote_code: bool) -> DLM:
     err = None
     for auto in autos:
         try:
-            net = auto.from_pretrained(name, trust_remote_code=trust_remote_code)
+            net = auto.from_pretrained(name, trust_remote_code=trust_remote_code, dtype=dtype)
             break
         except (OSError, ValueError, KeyError) as e:
             err = e
@@ -150,9 +172,10 @@ def _load_transformers(name: str, trust_remote_code: bool) -> DLM:
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     if mask_id is not None and pad == mask_id:
         raise ValueError(f"model {name!r}: pad id equals mask id ({pad}); batching would break")
+    eot = tok.convert_tokens_to_ids("<|eot_id|>") if "<|eot_id|>" in tok.get_vocab() else None
     return DLM(net=net, tokenizer=tok, mask_id=mask_id if mask_id is not None else -1,
                eos_id=tok.eos_token_id, pad_id=pad, name=name, kind="causal" if causal else "masked",
-               max_length=getattr(cfg, "max_position_embeddings", None))
+               max_length=getattr(cfg, "max_position_embeddings", None), eot_id=eot)
 
 
 def toy(seed: int = 0, causal: bool = False) -> DLM:
@@ -162,10 +185,11 @@ def toy(seed: int = 0, causal: bool = False) -> DLM:
     from .tokenizer import load_tokenizer
 
     tok = load_tokenizer(models_dir() / "tiny")
-    torch.manual_seed(seed)
     cfg = TinyDLMConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, is_causal=causal, mask_token_id=tok.mask_token_id)
-    net = TinyDLM(cfg).eval()
+    with torch.random.fork_rng():                 # seed the init without touching the caller's RNG
+        torch.manual_seed(seed)
+        net = TinyDLM(cfg).eval()
     return DLM(net=net, tokenizer=tok, mask_id=tok.mask_token_id, eos_id=tok.eos_token_id,
                pad_id=tok.pad_token_id, name="toy", kind="causal" if causal else "masked",
                max_length=cfg.max_position_embeddings)

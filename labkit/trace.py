@@ -100,10 +100,11 @@ class Trace:
     @classmethod
     def load(cls, path: str | Path) -> "Trace":
         try:
-            z = np.load(path, allow_pickle=False)
+            with np.load(path, allow_pickle=False) as npz:
+                z = {k: npz[k] for k in npz.files}           # decompress each array once
             header = json.loads(str(z["header"]))
-        except (OSError, ValueError, KeyError) as e:
-            raise ValueError(f"{path} is not a labkit trace file ({e})") from None
+        except (OSError, ValueError, KeyError, IndexError, AttributeError, TypeError) as e:
+            raise ValueError(f"{path} is not a labkit trace file ({type(e).__name__}: {e})") from None
         if header.get("format") != "labkit-trace-1":
             raise ValueError(f"{path}: unknown trace format {header.get('format')!r}")
         t = cls(prompt_len=header["prompt_len"], mask_id=header["mask_id"],

@@ -43,9 +43,11 @@ class TrainConfig:
     def __post_init__(self):
         if self.objective not in ("diffusion", "ar"):
             raise ValueError(f"objective must be 'diffusion' or 'ar', got {self.objective!r}")
-        for name in ("steps", "batch_size", "seq_len", "ckpt_every"):
+        for name in ("steps", "batch_size", "ckpt_every"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.seq_len < 8:
+            raise ValueError(f"seq_len must be >= 8, got {self.seq_len}")
 
 
 def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: float = 1e-3,
@@ -91,7 +93,7 @@ class Corpus:
         g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
         L = cfg.seq_len
         if torch.rand(1, generator=g).item() < cfg.short_batch_prob:
-            L = int(torch.randint(32, cfg.seq_len, (1,), generator=g))
+            L = int(torch.randint(min(32, cfg.seq_len // 2), cfg.seq_len, (1,), generator=g))
         n_max = len(self.ids) - L - 1
         at_speech = torch.rand(cfg.batch_size, generator=g) < 0.5
         speech = self.starts[torch.randint(len(self.starts), (cfg.batch_size,), generator=g)]
@@ -113,8 +115,9 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
                          intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.seq_len,
                          is_causal=cfg.objective == "ar", mask_token_id=tokenizer.mask_token_id,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-    torch.manual_seed(cfg.seed)
-    return TinyDLM(mcfg)
+    with torch.random.fork_rng():
+        torch.manual_seed(cfg.seed)
+        return TinyDLM(mcfg)
 
 
 def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print) -> Path:

@@ -5,5 +5,5 @@ SKIP = ["text/html", "application/javascript", "application/vnd.plotly.v1+json",
 
 
 def pytest_collectstart(collector):
-    if collector.fspath and collector.fspath.ext == ".ipynb":
+    if getattr(collector, "path", None) is not None and collector.path.suffix == ".ipynb":
         collector.skip_compare += tuple(SKIP)

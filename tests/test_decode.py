@@ -120,3 +120,29 @@ def test_trace_load_rejects_other_files(tmp_path):
 def test_bad_input_names_the_parameter(toy, prompt, kw, word):
     with pytest.raises(ValueError, match=word):
         lk.generate(toy, prompt, lk.LowConfidence(), **{**KW, **kw})
+
+
+def test_causal_model_is_refused(toy):
+    ar = lk.toy(causal=True)
+    with pytest.raises(ValueError, match="not a masked diffusion model"):
+        lk.generate(ar, "ROMEO:\n", **KW)
+
+
+def test_seed_and_generator_conflict(toy):
+    with pytest.raises(ValueError, match="seed or generator"):
+        lk.generate(toy, "ROMEO:\n", seed=1, generator=torch.Generator().manual_seed(1), **KW)
+
+
+def test_text_ends_at_the_first_eos():
+    from labkit.decode import _until_stop
+    assert _until_stop([5, 6, 1, 7, 1], (1,)) == [5, 6]
+    assert _until_stop([5, 6], (1,)) == [5, 6]
+
+
+def test_generate_leaves_the_global_rng_alone(toy):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    lk.generate(toy, "ROMEO:\n", lk.LowConfidence(temperature=1.0), seed=5, **KW)
+    lk.toy(seed=3)
+    assert torch.equal(torch.rand(3), expected)

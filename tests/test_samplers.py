@@ -31,7 +31,7 @@ def state(x, steps, step=0, start=0, end=None, frozen=None):
     end = x.shape[1] if end is None else end
     frozen = torch.zeros_like(x, dtype=torch.bool) if frozen is None else frozen
     return DecodeState(x=x, frozen=frozen, block_start=start, block_end=end, block=0, step=step,
-                       steps=steps, global_step=step, mask_id=MASK, eos_id=EOS)
+                       steps=steps, global_step=step, mask_id=MASK, stop_ids=(EOS,))
 
 
 def rising_logits(L, B=1):
@@ -102,16 +102,24 @@ def test_random_remasking_is_seeded():
 
 def test_eos_options():
     L = 4
-    logits = torch.zeros(1, L, V)
-    logits[0, :, EOS] = 5.0                              # EOS everywhere, most confident at 0
-    logits[0, 0, EOS] = 9.0
-    logits[0, :, 3] = 4.0
+    logits = torch.full((1, L, V), -5.0)
+    logits[0, 0, EOS] = 9.0                              # position 0: a very confident EOS
+    logits[0, 1, EOS] = 8.0                              # position 1: a confident EOS
+    logits[0, 2, 3] = 2.0                                # positions 2, 3: less confident words
+    logits[0, 3, 4] = 1.0
     x = torch.full((1, L), MASK)
-    rec = LowConfidence(logits_eos_inf=True).step(logits, state(x, steps=L))
-    assert not (rec.candidates == EOS).any()
-    rec = LowConfidence(confidence_eos_eot_inf=True).step(logits, state(x, steps=2))
-    assert int(rec.committed.sum()) == 2                 # still commits k positions ...
-    assert (rec.candidates == EOS).all()                 # ... all EOS proposals, now ranked last
+    plain = LowConfidence().step(logits, state(x, steps=2))
+    assert plain.committed[0].tolist() == [True, True, False, False]       # EOS first
+    demoted = LowConfidence(confidence_eos_eot_inf=True).step(logits, state(x, steps=2))
+    assert demoted.committed[0].tolist() == [False, False, True, True]     # EOS last
+    banned = LowConfidence(logits_eos_inf=True).step(logits, state(x, steps=2))
+    assert not (banned.candidates == EOS).any()
+    eot = DecodeState(x=x, frozen=torch.zeros_like(x, dtype=torch.bool), block_start=0, block_end=L, block=0,
+                      step=0, steps=2, global_step=0, mask_id=MASK, stop_ids=(EOS, 5))
+    logits[0, 2, 5] = 7.0                                # an end-of-turn proposal is demoted too
+    rec = LowConfidence(confidence_eos_eot_inf=True).step(logits, eot)
+    # the one word first, then the demoted stop tokens in position order
+    assert rec.committed[0].tolist() == [True, False, False, True]
 
 
 def test_topk_mask_is_per_row():
@@ -134,3 +142,22 @@ def test_step_does_not_modify_logits():
     before = logits.clone()
     LowConfidence(logits_eos_inf=True).step(logits, state(torch.full((1, 4), MASK), steps=4))
     assert torch.equal(logits, before)
+
+
+def test_truncation_keeps_top_k_and_the_top_p_nucleus():
+    from labkit.samplers.base import truncate
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    assert torch.isinf(truncate(logits, 2, None)[0, 2:]).all() and torch.isfinite(truncate(logits, 2, None)[0, :2]).all()
+    kept = torch.isfinite(truncate(logits, None, 0.75))[0].tolist()
+    assert kept == [True, True, False, False]                  # 0.5 + 0.3 >= 0.75
+    assert torch.isfinite(truncate(logits, None, 0.81))[0].tolist() == [True, True, True, False]
+    g = torch.Generator().manual_seed(0)
+    cand, prob = sample_tokens(logits.expand(1, 500, 4), 1.0, g, top_p=0.75)
+    assert set(cand.flatten().tolist()) == {0, 1}
+    assert torch.allclose(prob[cand == 1], torch.tensor(0.3))  # score stays the untruncated p(x0)
+
+
+@pytest.mark.parametrize("kw, word", [({"top_k": 0}, "top_k"), ({"top_p": 0.0}, "top_p"), ({"top_p": 1.5}, "top_p")])
+def test_bad_truncation_knobs(kw, word):
+    with pytest.raises(ValueError, match=word):
+        LowConfidence(**kw)

@@ -41,3 +41,19 @@ def test_cleaning_strips_markup_and_directions():
     md = ("# Play\n\n## ACT I\n\n_Enter ROMEO_\n\n**ROMEO**  \nBut, soft! _Aside_ what light  \n"
           "through yonder window breaks?\n\n_Exit\nall_\n\n**Juliet**  \nAy me!\n")
     assert clean_play(md) == "ROMEO:\nBut, soft! what light\nthrough yonder window breaks?\n\nJULIET:\nAy me!\n"
+
+
+def test_notebooks_are_committed_executed():
+    """nbval compares only cells that were run: every code cell must carry a count and outputs
+    must never be errors, and the kernel must be python3."""
+    import json
+    nbs = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert nbs
+    for path in nbs:
+        nb = json.loads(path.read_text())
+        assert nb["metadata"]["kernelspec"]["name"] == "python3", path.name
+        for cell in (c for c in nb["cells"] if c["cell_type"] == "code"):
+            assert cell["execution_count"] is not None, f"{path.name}: unexecuted cell"
+            assert not any(o["output_type"] == "error" for o in cell["outputs"]), path.name
+            if "NBVAL_CHECK_OUTPUT" in "".join(cell["source"]):
+                assert cell["outputs"], f"{path.name}: checked cell without stored output"

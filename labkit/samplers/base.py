@@ -21,7 +21,7 @@ class DecodeState:
     steps: int             # step budget for this block
     global_step: int       # step index over the whole generation
     mask_id: int
-    eos_id: int | None = None
+    stop_ids: tuple[int, ...] = ()   # EOS / end-of-turn ids (LLaDA: <|endoftext|>, <|eot_id|>)
 
     @property
     def in_block(self) -> Tensor:              # (B, L) bool
@@ -52,21 +52,38 @@ class Sampler(Protocol):
              generator: torch.Generator | None = None) -> StepRecord: ...
 
 
-def sample_tokens(logits: Tensor, temperature: float,
-                  generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+def sample_tokens(logits: Tensor, temperature: float, generator: torch.Generator | None = None,
+                  top_k: int | None = None, top_p: float | None = None) -> tuple[Tensor, Tensor]:
     """Propose x0 at every position and score it by its probability under softmax(logits).
     logits (B, N, V) → candidates (B, N) long, probability (B, N) float32.
     temperature 0 is argmax; > 0 is Gumbel-max in float64 (low-precision Gumbel noise hurts
-    quality: arXiv:2409.02908), i.e. a sample from softmax(logits / temperature)."""
+    quality: arXiv:2409.02908), i.e. a sample from softmax(logits / temperature), optionally
+    truncated to the top_k tokens and / or the top_p nucleus first (as LLaDA2's sampler offers).
+    The score is always p(x0) under the plain softmax, so truncation changes what is proposed,
+    not how confident the model was."""
     logits = logits.float()
     if temperature > 0:
+        noisy = logits.double() / temperature
+        noisy = truncate(noisy, top_k, top_p)
         u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float64)
-        gumbel = -torch.log(-torch.log(u.clamp_min(1e-300)))
-        cand = (logits.double() / temperature + gumbel).argmax(-1)
+        cand = (noisy - torch.log(-torch.log(u.clamp_min(1e-300)))).argmax(-1)
     else:
         cand = logits.argmax(-1)
     prob = torch.softmax(logits, -1).gather(-1, cand[..., None]).squeeze(-1)
     return cand, prob
+
+
+def truncate(logits: Tensor, top_k: int | None, top_p: float | None) -> Tensor:
+    """Set logits outside the top_k / the smallest set with mass >= top_p to -inf. (..., V)"""
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None and top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)
+        mass_before = sorted_logits.softmax(-1).cumsum(-1) - sorted_logits.softmax(-1)
+        drop = (mass_before >= top_p).scatter(-1, order, mass_before >= top_p)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
 
 
 def topk_mask(score: Tensor, allowed: Tensor, k: Tensor) -> Tensor:

@@ -19,25 +19,35 @@ REMASKING = ("low_confidence", "random")
 @dataclass(frozen=True)
 class LowConfidence:
     temperature: float = 0.0            # 0 = greedy; > 0 samples from softmax(logits / T)
+    top_k: int | None = None            # sample among the k most likely tokens only (T > 0)
+    top_p: float | None = None          # ... or within the top_p probability nucleus (T > 0)
     remasking: str = "low_confidence"   # "low_confidence" (rank by p(x0)) or "random"
-    logits_eos_inf: bool = False        # forbid EOS outright (LLaDA's HumanEval setting)
-    confidence_eos_eot_inf: bool = False  # commit EOS last: its confidence is -inf (EVAL.md's intent)
+    logits_eos_inf: bool = False        # forbid EOS / EoT outright (LLaDA's HumanEval setting)
+    confidence_eos_eot_inf: bool = False  # commit EOS / EoT last: confidence -inf (EVAL.md's intent,
+                                          # not generate.py's chained-assignment quirk)
 
     def __post_init__(self):
         if not self.temperature >= 0:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
+            raise ValueError(f"top_k must be a positive integer or None, got {self.top_k!r}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1] or None, got {self.top_p!r}")
         if self.remasking not in REMASKING:
             raise ValueError(f"remasking must be one of {REMASKING}, got {self.remasking!r}")
 
     def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
         s, e = state.block_start, state.block_end
         block_logits = logits[:, s:e].float()                      # (B, N, V)
-        if self.logits_eos_inf and state.eos_id is not None:
+        stop = list(state.stop_ids)
+        if self.logits_eos_inf and stop:
             block_logits = block_logits.clone()                    # never write into the caller's logits
-            block_logits[..., state.eos_id] = float("-inf")
-        cand_b, conf_b = sample_tokens(block_logits, self.temperature, generator)   # (B, N)
-        if self.confidence_eos_eot_inf and state.eos_id is not None:
-            conf_b = conf_b.masked_fill(cand_b == state.eos_id, float("-inf"))
+            block_logits[..., stop] = float("-inf")
+        cand_b, conf_b = sample_tokens(block_logits, self.temperature, generator,
+                                       self.top_k, self.top_p)               # (B, N)
+        if self.confidence_eos_eot_inf and stop:
+            conf_b = conf_b.masked_fill(torch.isin(cand_b, torch.tensor(stop, device=cand_b.device)),
+                                        float("-inf"))
         if self.remasking == "random":
             conf_b = torch.rand(conf_b.shape, generator=generator, device=conf_b.device)
         masked = state.masked                                       # (B, L)
