@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 
 lab: install
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True 01_quickstart.ipynb
+	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True notebooks/01_quickstart.ipynb
 
 test: install
 	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
