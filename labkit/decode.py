@@ -115,9 +115,12 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     steps_per_block, global_step = steps // num_blocks, 0
     for block in range(num_blocks):
         s, e = P + block * block_length, P + (block + 1) * block_length
-        for step in range(steps_per_block):
+        # LLaDA's rule spends exactly its step budget; threshold rules run until the block is
+        # full (each step commits at least one token per unfinished row), as in Fast-dLLM.
+        budget = steps_per_block if getattr(sampler, "uses_step_budget", True) else block_length
+        for step in range(budget):
             state = DecodeState(x=x, frozen=frozen, block_start=s, block_end=e, block=block, step=step,
-                                steps=steps_per_block, global_step=global_step, mask_id=lm.mask_id,
+                                steps=budget, global_step=global_step, mask_id=lm.mask_id,
                                 stop_ids=lm.stop_ids)
             if not state.masked.any():
                 break

@@ -1,0 +1,135 @@
+"""Parallel decoding rules: commit every position the model is sure enough about.
+
+- `Threshold(threshold=0.9)`, Fast-dLLM: always commit the most confident masked position of the
+  block, plus every other one whose confidence is >= threshold.
+- `Threshold(factor=1.0)`, Fast-dLLM's dynamic rule: sort confidences c_(1) >= c_(2) >= ... and
+  accept the largest n with c_(r) >= 1 - factor / (r + 1) for every rank 2 <= r <= n (Theorem 1:
+  parallel greedy equals sequential greedy when (n + 1) * eps <= 1, eps = 1 - confidence).
+- `EntropyBound(entropy_bound=...)`, the EB-sampler (arXiv 2505.24857, as in transformers'
+  EntropyBoundSampler): order masked positions by entropy, accept the longest prefix with
+  sum(H_1..k) - max(H_1..k) <= entropy_bound.
+
+Scores follow Dream: "probability" (p of the proposed token, LLaDA's confidence), "margin"
+(top-1 minus top-2 probability) and "neg_entropy" (sum p log p; higher is surer). Every rule
+commits at least one token per row per step, so a block of n masks takes at most n steps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from .base import DecodeState, StepRecord, sample_tokens
+
+SCORES = ("probability", "margin", "neg_entropy")
+
+
+def score_block(logits: torch.Tensor, cand: torch.Tensor, prob: torch.Tensor, score: str) -> torch.Tensor:
+    """(B, N, V) logits, (B, N) proposals and their probability → (B, N) confidence."""
+    if score == "probability":
+        return prob
+    p = torch.softmax(logits.float(), -1)
+    if score == "margin":
+        top2 = p.topk(2, dim=-1).values
+        return top2[..., 0] - top2[..., 1]
+    return (p * torch.log(p.clamp_min(1e-30))).sum(-1)
+
+
+def _propose(rule, logits, state, generator):
+    """Shared by the rules: proposals and scores inside the block, full-length (B, L) views."""
+    s, e = state.block_start, state.block_end
+    block_logits = logits[:, s:e].float()
+    cand_b, prob_b = sample_tokens(block_logits, rule.temperature, generator, rule.top_k, rule.top_p)
+    conf_b = score_block(block_logits, cand_b, prob_b, rule.score)
+    masked = state.masked
+    candidates = state.x.clone()
+    candidates[:, s:e] = torch.where(masked[:, s:e], cand_b, state.x[:, s:e])
+    confidence = torch.full(state.x.shape, float("nan"), device=state.x.device)
+    confidence[:, s:e] = torch.where(masked[:, s:e], conf_b, confidence[:, s:e])
+    return masked, candidates, confidence
+
+
+def _record(state, candidates, confidence, committed) -> StepRecord:
+    return StepRecord(step=state.global_step, block=state.block,
+                      tokens=torch.where(committed, candidates, state.x), candidates=candidates,
+                      confidence=confidence, committed=committed, edited=torch.zeros_like(committed))
+
+
+def _ranks(confidence: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row: positions sorted by confidence (masked first), and the sorted scores. (B, L) each."""
+    score = torch.nan_to_num(confidence, nan=float("-inf")).masked_fill(~allowed, float("-inf"))
+    sorted_score, order = score.sort(dim=-1, descending=True, stable=True)
+    return order, sorted_score
+
+
+def _check_common(rule) -> None:
+    if not rule.temperature >= 0:
+        raise ValueError(f"temperature must be >= 0, got {rule.temperature}")
+    if rule.score not in SCORES:
+        raise ValueError(f"score must be one of {SCORES}, got {rule.score!r}")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    threshold: float | None = 0.9    # τ: commit every masked position with confidence >= τ
+    factor: float | None = None      # instead of τ: Fast-dLLM's dynamic rule (1.0 in its evals)
+    score: str = "probability"       # "probability" | "margin" | "neg_entropy"
+    temperature: float = 0.0
+    top_k: int | None = None
+    top_p: float | None = None
+    uses_step_budget: ClassVar[bool] = False   # runs until the block is full; `steps` is ignored
+
+    def __post_init__(self):
+        _check_common(self)
+        if (self.threshold is None) == (self.factor is None):
+            raise ValueError("give exactly one of threshold and factor "
+                             "(e.g. Threshold(threshold=0.9) or Threshold(threshold=None, factor=1.0))")
+        if self.factor is not None and not self.factor > 0:
+            raise ValueError(f"factor must be > 0, got {self.factor}")
+
+    def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
+        masked, candidates, confidence = _propose(self, logits, state, generator)
+        order, sorted_score = _ranks(confidence, masked)                 # (B, L)
+        n_masked = masked.sum(-1, keepdim=True)                          # (B, 1)
+        rank = torch.arange(order.shape[-1], device=order.device)        # 0-based
+        if self.factor is None:
+            accept = sorted_score >= self.threshold
+        else:   # c_(r) >= 1 - factor / (r + 1), r 1-based; cumulative: stop at the first failure
+            accept = (sorted_score >= 1 - self.factor / (rank + 2)).cumprod(-1).bool()
+        accept = (accept | (rank == 0)) & (rank < n_masked)             # the best one always commits
+        committed = torch.zeros_like(masked).scatter(-1, order, accept) & masked
+        return _record(state, candidates, confidence, committed)
+
+
+@dataclass(frozen=True)
+class EntropyBound:
+    entropy_bound: float = 0.1       # γ, in nats: the error the step may add
+    temperature: float = 0.0
+    top_k: int | None = None
+    top_p: float | None = None
+    score: str = "neg_entropy"       # positions are ranked by entropy; kept for a common interface
+    uses_step_budget: ClassVar[bool] = False
+
+    def __post_init__(self):
+        _check_common(self)
+        if not self.entropy_bound >= 0:
+            raise ValueError(f"entropy_bound must be >= 0, got {self.entropy_bound}")
+
+    def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
+        masked, candidates, confidence = _propose(self, logits, state, generator)
+        s, e = state.block_start, state.block_end
+        p = torch.softmax(logits[:, s:e].float(), -1)
+        entropy = torch.zeros(state.x.shape, device=state.x.device)
+        entropy[:, s:e] = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
+        order, neg_sorted = _ranks(-entropy, masked)                     # lowest entropy first
+        h = (-neg_sorted).masked_fill(torch.isinf(neg_sorted), 0.0)      # (B, L) sorted entropies
+        rank = torch.arange(order.shape[-1], device=order.device)
+        n_masked = masked.sum(-1, keepdim=True)
+        within = (h.cumsum(-1) - h.cummax(-1).values) <= self.entropy_bound
+        accept = (within.cumprod(-1).bool() | (rank == 0)) & (rank < n_masked)
+        committed = torch.zeros_like(masked).scatter(-1, order, accept) & masked
+        return _record(state, candidates, confidence, committed)
+
+
+__all__ = ["EntropyBound", "Threshold", "score_block"]
