@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test install notebooks model eval clean-venv
+.PHONY: lab test install notebooks model model-ar clean-venv
 
 install: $(STAMP)
 
@@ -46,6 +46,13 @@ model: install
 	$(BIN)/labkit train --out runs/tiny
 	$(BIN)/python -c "import shutil; [shutil.copy('runs/tiny/'+f, 'labkit/models/tiny/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
 	$(BIN)/labkit eval --model tiny --card
+
+# The autoregressive twin: same tokenizer (copied first), shape and data (about 40 min).
+model-ar: install
+	mkdir -p runs/tiny-ar && cp labkit/models/tiny/tokenizer.json labkit/models/tiny/tokenizer_config.json runs/tiny-ar/
+	$(BIN)/labkit train --objective ar --out runs/tiny-ar
+	$(BIN)/python -c "import shutil; [shutil.copy('runs/tiny-ar/'+f, 'labkit/models/tiny-ar/') for f in ('model.safetensors','config.json','training.json')]"
+	$(BIN)/labkit eval --model tiny-ar --card
 
 clean-venv:
 	rm -rf $(VENV)

@@ -55,12 +55,14 @@ def write_card(model: str, result: dict) -> Path:
         "| metric | value |",
         "|---|---|",
     ]
-    for k in ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "word_validity", "distinct_2",
-              "heldout_tokens"):
+    for k in ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "nll_bits_per_token",
+              "word_validity", "distinct_2", "heldout_tokens"):
         if k in result:
             lines.append(f"| {k} | {result[k]} |")
-    lines += ["", f"Samples: `{result.get('sampler')}` with {result.get('settings')}; 32 prompts from the "
-              "held-out plays, seed 0. Example:", "", "```", result.get("example", "").strip(), "```", ""]
+    if "example" in result:
+        lines += ["", f"Samples: `{result['sampler']}` with {result['settings']}; 32 prompts from the "
+                  "held-out plays, seed 0. Example:", "", "```", result["example"].strip(), "```"]
+    lines.append("")
     path = folder / "README.md"
     path.write_text("\n".join(lines))
     return path

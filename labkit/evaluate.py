@@ -61,6 +61,17 @@ def elbo_bits_per_token(lm, windows: torch.Tensor, samples: int = 4, seed: int =
     return nats / count / math.log(2)
 
 
+@torch.no_grad()
+def ar_bits_per_token(lm, windows: torch.Tensor, batch: int = 32) -> float:
+    """Next-token negative log-likelihood of a causal model, in bits per predicted token."""
+    nats = count = 0.0
+    for x in windows.split(batch):
+        logits = lm(x.to(lm.device)).float().cpu()[:, :-1]               # (B, L-1, V)
+        nats += float(F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten(), reduction="sum"))
+        count += x[:, 1:].numel()
+    return nats / count / math.log(2)
+
+
 def sample_prompts(n: int = 32) -> list[str]:
     """n prompts spread evenly over the held-out plays: a speaker name and the speech's first line."""
     speeches = [s for text in load_plays("heldout").values() for s in text.split("\n\n")
@@ -82,6 +93,9 @@ def sample_quality(lm, sampler=None, n: int = 32, seed: int = 0, **settings) -> 
 
 def evaluate(lm, seed: int = 0) -> dict:
     windows = heldout_windows(lm)
+    if lm.kind == "causal":        # the autoregressive twin: likelihood only (it has no mask token)
+        return {"nll_bits_per_token": round(ar_bits_per_token(lm, windows), 4),
+                "heldout_tokens": int(windows.numel())}
     q = sample_quality(lm, seed=seed)
     return {
         "mask_acc_0.15": round(masked_accuracy(lm, windows, 0.15, seed), 4),

@@ -94,3 +94,22 @@ def test_truncated_config(toy, tmp_path):
     (path / "config.json").write_text('{"model_type": "labkit-tiny-dlm", "hidden_')
     with pytest.raises(ValueError, match="config.json"):
         lk.load(str(path))
+
+
+def test_autoregressive_twin_shares_the_tokenizer(tiny):
+    ar = lk.load("tiny-ar")
+    assert ar.kind == "causal" and ar.net.config.is_causal
+    assert ar.tokenizer.get_vocab() == tiny.tokenizer.get_vocab()
+    assert sum(p.numel() for p in ar.net.parameters()) == sum(p.numel() for p in tiny.net.parameters())
+    x = torch.tensor([ar.encode("ROMEO:\nBut, soft! what light")])
+    logits = ar(x)                                          # causal: a later token cannot change earlier logits
+    y = x.clone()
+    y[0, -1] = ar.encode(" sword")[0]
+    assert torch.allclose(ar(y)[0, :-1], logits[0, :-1], atol=1e-5)
+
+
+def test_autoregressive_twin_predicts_held_out_text():
+    from labkit.evaluate import ar_bits_per_token, heldout_windows
+    ar = lk.load("tiny-ar")
+    bits = ar_bits_per_token(ar, heldout_windows(ar)[:4])
+    assert 2.0 < bits < 8.0                                 # far below uniform log2(2048) = 11 bits
