@@ -4,16 +4,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import math
+
 from safetensors import safe_open
 
 from .model import EMBEDDED, models_dir
-
-
-def _prod(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def write_card(model: str, result: dict) -> Path:
@@ -23,7 +18,7 @@ def write_card(model: str, result: dict) -> Path:
     cfgm = json.loads((folder / "config.json").read_text())
     d, n, ff, V = cfgm["hidden_size"], cfgm["num_hidden_layers"], cfgm["intermediate_size"], cfgm["vocab_size"]
     with safe_open(folder / "model.safetensors", "pt") as f:      # tied embeddings are stored once
-        size = sum(_prod(f.get_slice(k).get_shape()) for k in f.keys())
+        size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
     kind = "causal (autoregressive twin)" if cfgm.get("is_causal") else "bidirectional masked-diffusion"
     lines = [
         f"# labkit `{model}`: a tiny {kind} LM trained on Shakespeare",

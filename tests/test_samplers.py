@@ -93,11 +93,11 @@ def test_random_remasking_is_seeded():
     rule = LowConfidence(remasking="random")
     a = rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(3))
     b = rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(3))
-    c = rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(4))
     assert torch.equal(a.committed, b.committed)
     assert int(a.committed.sum()) == 3
-    assert not torch.equal(a.committed, c.committed) or not torch.equal(
-        a.committed, rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(5)).committed)
+    picks = {tuple(rule.step(rising_logits(L), state(x, steps=4), torch.Generator().manual_seed(s))
+                   .committed[0].nonzero().flatten().tolist()) for s in range(6)}
+    assert len(picks) > 1                                 # the order is random, not confidence
 
 
 def test_eos_options():

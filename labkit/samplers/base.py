@@ -86,6 +86,35 @@ def truncate(logits: Tensor, top_k: int | None, top_p: float | None) -> Tensor:
     return logits
 
 
+def check_sampling(temperature: float, top_k: int | None, top_p: float | None) -> None:
+    """The proposal knobs every rule shares: a clear error naming the parameter."""
+    if not temperature >= 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1] or None, got {top_p!r}")
+
+
+def spread(state: "DecodeState", cand_b: Tensor, conf_b: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Block-local proposals (B, N) → full-length views (B, L): the masked positions of the block,
+    the candidates (x wherever nothing is proposed) and the confidence (nan where not scored)."""
+    s, e = state.block_start, state.block_end
+    masked = state.masked
+    candidates = state.x.clone()
+    candidates[:, s:e] = torch.where(masked[:, s:e], cand_b, state.x[:, s:e])
+    confidence = torch.full(state.x.shape, float("nan"), device=state.x.device)
+    confidence[:, s:e] = torch.where(masked[:, s:e], conf_b, confidence[:, s:e])
+    return masked, candidates, confidence
+
+
+def commit_record(state: "DecodeState", candidates: Tensor, confidence: Tensor, committed: Tensor) -> StepRecord:
+    """The StepRecord of a step that only commits (M2T): tokens = x with the commits written."""
+    return StepRecord(step=state.global_step, block=state.block,
+                      tokens=torch.where(committed, candidates, state.x), candidates=candidates,
+                      confidence=confidence, committed=committed, edited=torch.zeros_like(committed))
+
+
 def topk_mask(score: Tensor, allowed: Tensor, k: Tensor) -> Tensor:
     """(B, L) bool: per row, the k[b] highest-score positions among `allowed` (ties by position)."""
     score = score.masked_fill(~allowed, float("-inf"))

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import DecodeState, StepRecord, ceil_div, sample_tokens, topk_mask
+from .base import (DecodeState, StepRecord, ceil_div, check_sampling, commit_record, sample_tokens, spread,
+                   topk_mask)
 
 REMASKING = ("low_confidence", "random")
 
@@ -27,12 +28,7 @@ class LowConfidence:
                                           # not generate.py's chained-assignment quirk)
 
     def __post_init__(self):
-        if not self.temperature >= 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
-            raise ValueError(f"top_k must be a positive integer or None, got {self.top_k!r}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1] or None, got {self.top_p!r}")
+        check_sampling(self.temperature, self.top_k, self.top_p)
         if self.remasking not in REMASKING:
             raise ValueError(f"remasking must be one of {REMASKING}, got {self.remasking!r}")
 
@@ -50,16 +46,9 @@ class LowConfidence:
                                         float("-inf"))
         if self.remasking == "random":
             conf_b = torch.rand(conf_b.shape, generator=generator, device=conf_b.device)
-        masked = state.masked                                       # (B, L)
-        candidates = state.x.clone()
-        candidates[:, s:e] = torch.where(masked[:, s:e], cand_b, state.x[:, s:e])
-        confidence = torch.full(state.x.shape, float("nan"), device=state.x.device)
-        confidence[:, s:e] = torch.where(masked[:, s:e], conf_b, confidence[:, s:e])
+        masked, candidates, confidence = spread(state, cand_b, conf_b)       # (B, L) each
         k = ceil_div(masked.sum(-1), max(1, state.steps - state.step))       # (B,)
         # rank on -inf-safe scores: EOS-suppressed positions still commit, just last
         score = torch.nan_to_num(confidence, nan=float("-inf"), neginf=-1e30)
         committed = topk_mask(score, masked, k)
-        tokens = torch.where(committed, candidates, state.x)
-        return StepRecord(step=state.global_step, block=state.block, tokens=tokens,
-                          candidates=candidates, confidence=confidence, committed=committed,
-                          edited=torch.zeros_like(committed))
+        return commit_record(state, candidates, confidence, committed)

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import torch
 
-from .base import DecodeState, StepRecord, sample_tokens
+from .base import DecodeState, StepRecord, check_sampling, commit_record, sample_tokens, spread
 
 SCORES = ("probability", "margin", "neg_entropy")
 
@@ -41,19 +41,7 @@ def _propose(rule, logits, state, generator):
     s, e = state.block_start, state.block_end
     block_logits = logits[:, s:e].float()
     cand_b, prob_b = sample_tokens(block_logits, rule.temperature, generator, rule.top_k, rule.top_p)
-    conf_b = score_block(block_logits, cand_b, prob_b, rule.score)
-    masked = state.masked
-    candidates = state.x.clone()
-    candidates[:, s:e] = torch.where(masked[:, s:e], cand_b, state.x[:, s:e])
-    confidence = torch.full(state.x.shape, float("nan"), device=state.x.device)
-    confidence[:, s:e] = torch.where(masked[:, s:e], conf_b, confidence[:, s:e])
-    return masked, candidates, confidence
-
-
-def _record(state, candidates, confidence, committed) -> StepRecord:
-    return StepRecord(step=state.global_step, block=state.block,
-                      tokens=torch.where(committed, candidates, state.x), candidates=candidates,
-                      confidence=confidence, committed=committed, edited=torch.zeros_like(committed))
+    return spread(state, cand_b, score_block(block_logits, cand_b, prob_b, rule.score))
 
 
 def _ranks(confidence: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,8 +52,7 @@ def _ranks(confidence: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tenso
 
 
 def _check_common(rule) -> None:
-    if not rule.temperature >= 0:
-        raise ValueError(f"temperature must be >= 0, got {rule.temperature}")
+    check_sampling(rule.temperature, rule.top_k, rule.top_p)
     if rule.score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {rule.score!r}")
 
@@ -99,7 +86,7 @@ class Threshold:
             accept = (sorted_score >= 1 - self.factor / (rank + 2)).cumprod(-1).bool()
         accept = (accept | (rank == 0)) & (rank < n_masked)             # the best one always commits
         committed = torch.zeros_like(masked).scatter(-1, order, accept) & masked
-        return _record(state, candidates, confidence, committed)
+        return commit_record(state, candidates, confidence, committed)
 
 
 @dataclass(frozen=True)
@@ -129,7 +116,7 @@ class EntropyBound:
         within = (h.cumsum(-1) - h.cummax(-1).values) <= self.entropy_bound
         accept = (within.cumprod(-1).bool() | (rank == 0)) & (rank < n_masked)
         committed = torch.zeros_like(masked).scatter(-1, order, accept) & masked
-        return _record(state, candidates, confidence, committed)
+        return commit_record(state, candidates, confidence, committed)
 
 
 __all__ = ["EntropyBound", "Threshold", "score_block"]
