@@ -50,7 +50,7 @@ model: install
 # The autoregressive twin: same tokenizer (copied first), shape and data (about 40 min).
 model-ar: install
 	mkdir -p runs/tiny-ar && cp labkit/models/tiny/tokenizer.json labkit/models/tiny/tokenizer_config.json runs/tiny-ar/
-	$(BIN)/labkit train --objective ar --out runs/tiny-ar
+	$(BIN)/labkit train --recipe tiny-ar --out runs/tiny-ar
 	$(BIN)/python -c "import shutil; [shutil.copy('runs/tiny-ar/'+f, 'labkit/models/tiny-ar/') for f in ('model.safetensors','config.json','training.json')]"
 	$(BIN)/labkit eval --model tiny-ar --card
 

@@ -7,9 +7,9 @@
 from . import defaults, viz
 from .decode import Output, generate, stream
 from .model import DLM, load, toy
-from .samplers import DecodeState, EntropyBound, LowConfidence, StepRecord, Threshold
+from .samplers import Autoregressive, DecodeState, DraftEdit, EntropyBound, LowConfidence, StepRecord, Threshold
 from .trace import Trace
 
-__all__ = ["defaults", "DLM", "DecodeState", "EntropyBound", "LowConfidence", "Threshold", "Output", "StepRecord", "Trace", "generate", "load",
-           "stream", "toy", "viz"]
+__all__ = ["Autoregressive", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound", "LowConfidence",
+           "Threshold", "Output", "StepRecord", "Trace", "generate", "load", "stream", "toy", "viz"]
 __version__ = "0.1.0"

@@ -54,10 +54,14 @@ def _eval(a) -> int:
 
 
 def _train(a) -> int:
-    from .train import TrainConfig, train
+    import dataclasses
 
-    overrides = {k: getattr(a, k) for k in ("steps", "objective", "seed") if getattr(a, k) is not None}
-    cfg = TrainConfig(**overrides)
+    from .train import RECIPES, train
+
+    if a.recipe not in RECIPES:
+        raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {a.recipe!r}")
+    overrides = {k: getattr(a, k) for k in ("steps", "seed") if getattr(a, k) is not None}
+    cfg = dataclasses.replace(RECIPES[a.recipe], **overrides)
     out = train(cfg, a.out)
     print(f"trained model saved in {out}; try: labkit eval --model {out}")
     return 0
@@ -106,9 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--card", action="store_true", help="write the figures into the model card")
     e.set_defaults(fn=_eval)
 
-    t = sub.add_parser("train", help="train the embedded model from scratch (resumes)")
+    t = sub.add_parser("train", help="train one of the embedded models (resumes)")
+    t.add_argument("--recipe", default="tiny", help="tiny-ar (from scratch), tiny (adapted from tiny-ar) "
+                   "or tiny-cap (fine-tuned from tiny); default: tiny")
     t.add_argument("--out", default="runs/tiny", help="output folder; resumes from its ckpt.pt")
-    t.add_argument("--objective", choices=["diffusion", "ar"])
     t.add_argument("--steps", type=int)
     t.add_argument("--seed", type=int)
     t.set_defaults(fn=_train)

@@ -9,6 +9,7 @@ from typing import Callable, Iterator
 
 import torch
 
+from .samplers.autoregressive import Autoregressive
 from .samplers.base import DecodeState, StepRecord
 from .samplers.low_confidence import LowConfidence
 from .trace import Trace
@@ -27,10 +28,23 @@ class Output:
         return self.texts[0]
 
 
-def _check(lm, prompts, gen_length, block_length, steps, cfg_scale):
-    if getattr(lm, "kind", "masked") != "masked" or lm.mask_id is None or lm.mask_id < 0:
-        raise ValueError(f"model {lm.name!r} is not a masked diffusion model (kind={lm.kind!r}); "
-                         f"diffusion decoding needs a mask token")
+def default_sampler(lm):
+    """LLaDA's rule for a diffusion model, left to right for a causal one."""
+    return Autoregressive() if getattr(lm, "kind", "masked") == "causal" else LowConfidence()
+
+
+def _check(lm, sampler, prompts, gen_length, block_length, steps, cfg_scale, penalty_lambda):
+    causal = getattr(lm, "kind", "masked") == "causal"
+    if causal and not getattr(sampler, "decodes_causal", False):
+        raise ValueError(f"model {lm.name!r} is causal (kind='causal'): it can only be decoded left "
+                         f"to right, with sampler=Autoregressive(); {type(sampler).__name__} needs "
+                         f"a masked diffusion model")
+    if not causal and (lm.mask_id is None or lm.mask_id < 0):
+        raise ValueError(f"model {lm.name!r} has no mask token; diffusion decoding needs one")
+    if causal and cfg_scale:
+        raise ValueError("cfg_scale must be 0 for a causal model (guidance masks the prompt)")
+    if not penalty_lambda >= 0:
+        raise ValueError(f"penalty_lambda must be >= 0, got {penalty_lambda}")
     if isinstance(prompts, str):
         prompts = [prompts]
     if not isinstance(prompts, (list, tuple)) or not prompts:
@@ -60,12 +74,29 @@ def _check(lm, prompts, gen_length, block_length, steps, cfg_scale):
     return encoded, num_blocks
 
 
-def _model_fn(lm, attention_mask, prompt_pos, cfg_scale) -> Callable[[torch.Tensor], torch.Tensor]:
+def _model_fn(lm, attention_mask, prompt_pos, cfg_scale, penalty_lambda=0.0
+              ) -> Callable[[torch.Tensor], torch.Tensor]:
     """x (B, L) → logits (B, L, V) in the model's dtype, with classifier-free guidance when cfg_scale > 0: the
     unconditional pass sees the prompt positions masked, in one batch of 2B with the conditional.
-    Works with or without an attention mask (LLaDA's generate.py crashes without one)."""
+    Works with or without an attention mask (LLaDA's generate.py crashes without one).
+    A causal model runs only on the decided prefix and its logits are shifted right by one, so
+    logits[:, i] is always the prediction for position i. `penalty_lambda` (SGLang's anti-stutter
+    knob) subtracts λ from each position's logit of the token written just before it."""
+    def causal_forward(x):
+        B, L = x.shape
+        undecided = x == lm.mask_id
+        upto = int(torch.where(undecided.any(-1), undecided.int().argmax(-1), L).max())  # longest prefix
+        inp = x[:, :upto].masked_fill(undecided[:, :upto], lm.pad_id)
+        am = None if attention_mask is None else attention_mask[:, :upto]
+        out = lm(inp, am)                                                  # (B, upto, V)
+        logits = out.new_zeros(B, L, out.shape[-1])
+        logits[:, 1:upto + 1] = out[:, :L - 1]
+        return logits
+
     def forward(x):
-        if cfg_scale == 0:
+        if lm.kind == "causal":
+            logits = causal_forward(x)
+        elif cfg_scale == 0:
             logits = lm(x, attention_mask)
         else:
             un_x = x.masked_fill(prompt_pos, lm.mask_id)
@@ -74,22 +105,35 @@ def _model_fn(lm, attention_mask, prompt_pos, cfg_scale) -> Callable[[torch.Tens
             logits = un + (cfg_scale + 1) * (cond - un)
         # committing a mask would commit nothing (a trained denoiser gives it ~0 anyway; this
         # keeps random and hub models honest). Rules slice the block and cast to float32.
-        logits[..., lm.mask_id] = float("-inf")
+        if lm.mask_id is not None and lm.mask_id >= 0:
+            logits[..., lm.mask_id] = float("-inf")
+        if penalty_lambda:
+            prev = x[:, :-1]                                                # (B, L-1)
+            hit = (prev != lm.mask_id).to(logits.dtype) * -penalty_lambda
+            logits[:, 1:].scatter_add_(-1, prev.clamp_min(0)[..., None], hit[..., None])
         return logits
     return forward
 
 
 def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int = 32,
-           steps: int = 64, cfg_scale: float = 0.0, generator: torch.Generator | None = None,
+           steps: int = 64, cfg_scale: float = 0.0, eos_early_stop: bool = False,
+           penalty_lambda: float = 0.0, generator: torch.Generator | None = None,
            seed: int | None = None, trace: Trace | None = None) -> Iterator[StepRecord]:
     """Yield one StepRecord per forward pass. The only decoding loop in labkit.
 
     prompt: a string or a list of strings (a batch, left-padded with an attention mask).
     The canvas is gen_length masks after the prompt, decoded in gen_length / block_length
     semi-autoregressive blocks of steps / num_blocks steps each. Pass `trace` to have the
-    records collected as they are yielded."""
-    sampler = sampler if sampler is not None else LowConfidence()
-    encoded, num_blocks = _check(lm, prompt, gen_length, block_length, steps, cfg_scale)
+    records collected as they are yielded.
+
+    Rows finish independently: a row whose block is done (no masks left and, for editing rules,
+    converged or out of post steps) is left untouched while the others go on, and with
+    `eos_early_stop` a row stops for good once it has written an EOS / end-of-turn token with
+    everything before it decided (checked every step; for editing rules when the block is done,
+    as LLaDA2.1 does). A row's result never depends on what else is in the batch."""
+    sampler = sampler if sampler is not None else default_sampler(lm)
+    encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale,
+                                 penalty_lambda)
     if generator is None:
         generator = torch.Generator(device=lm.device).manual_seed(0 if seed is None else seed)
     elif seed is not None:
@@ -109,41 +153,83 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     frozen = torch.zeros(B, L, dtype=torch.bool, device=lm.device)
     frozen[:, :P] = True                                # prompt and padding are never touched
     attention_mask = attention if (attention == 0).any() else None
-    model = _model_fn(lm, attention_mask, frozen & attention.bool(), cfg_scale)
+    model = _model_fn(lm, attention_mask, frozen & attention.bool(), cfg_scale, penalty_lambda)
     if trace is not None:
         trace.prompt_len, trace.mask_id, trace.init = P, lm.mask_id, x.cpu()
     steps_per_block, global_step = steps // num_blocks, 0
+    max_post = getattr(sampler, "max_post_steps", 0)     # steps a full block may keep editing
+    stop_ids = torch.tensor(lm.stop_ids, dtype=torch.long, device=x.device)
+    done = torch.zeros(B, dtype=torch.bool, device=x.device)   # rows stopped at an EOS for good
     for block in range(num_blocks):
+        if done.all():
+            break
         s, e = P + block * block_length, P + (block + 1) * block_length
         # LLaDA's rule spends exactly its step budget; threshold rules run until the block is
-        # full (each step commits at least one token per unfinished row), as in Fast-dLLM.
-        budget = steps_per_block if getattr(sampler, "uses_step_budget", True) else block_length
+        # full (each step commits at least one token per unfinished row), as in Fast-dLLM;
+        # editing rules then take up to max_post_steps more (SGLang's bound).
+        budget = (steps_per_block if getattr(sampler, "uses_step_budget", True)
+                  else block_length + max_post)
+        post = torch.zeros(B, dtype=torch.long, device=x.device)       # post steps taken per row
+        converged = torch.zeros(B, dtype=torch.bool, device=x.device)
         for step in range(budget):
             state = DecodeState(x=x, frozen=frozen, block_start=s, block_end=e, block=block, step=step,
                                 steps=budget, global_step=global_step, mask_id=lm.mask_id,
                                 stop_ids=lm.stop_ids)
-            if not state.masked.any():
+            full = ~state.masked.any(-1)                                 # (B,)
+            live = ~done & (~full | ((post < max_post) & ~converged))
+            if not live.any():
                 break
             t0 = time.perf_counter()
-            rec = sampler.step(model(x), state, generator)
+            rec = _only_rows(sampler.step(model(x), state, generator), live, x)
             if x.device.type == "cuda":
                 torch.cuda.synchronize(x.device)
             rec = StepRecord(**{**rec.__dict__, "seconds": time.perf_counter() - t0})
+            changed = (rec.committed | rec.edited).any(-1)
+            post += (live & full).long()
+            converged |= live & full & ~changed
             x = rec.tokens
+            if eos_early_stop and stop_ids.numel() and not max_post:
+                done |= _stopped(x, P, stop_ids, lm.mask_id)
             if trace is not None:
                 trace.append(rec)
             global_step += 1
             yield rec
+        if eos_early_stop and stop_ids.numel() and max_post:
+            done |= _stopped(x, P, stop_ids, lm.mask_id)
+
+
+def _only_rows(rec: StepRecord, live: torch.Tensor, x: torch.Tensor) -> StepRecord:
+    """The record with every row that is not live left as it was (nothing committed or edited)."""
+    if live.all():
+        return rec
+    keep = ~live[:, None]                                                # (B, 1)
+    return StepRecord(step=rec.step, block=rec.block, tokens=torch.where(keep, x, rec.tokens),
+                      candidates=torch.where(keep, x, rec.candidates),
+                      confidence=rec.confidence.masked_fill(keep, float("nan")),
+                      committed=rec.committed & ~keep, edited=rec.edited & ~keep)
+
+
+def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int) -> torch.Tensor:
+    """(B,) bool: the row has an EOS / EoT in its answer with every position before it decided."""
+    answer = x[:, P:]
+    is_stop = torch.isin(answer, stop_ids)
+    first = torch.where(is_stop.any(-1), is_stop.int().argmax(-1), answer.shape[1])      # (B,)
+    before = torch.arange(answer.shape[1], device=x.device)[None, :] < first[:, None]
+    return is_stop.any(-1) & ~((answer == mask_id) & before).any(-1)
 
 
 def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] | None = None,
              gen_length: int = 64, block_length: int = 32, steps: int = 64, cfg_scale: float = 0.0,
+             eos_early_stop: bool = False, penalty_lambda: float = 0.0,
              generator: torch.Generator | None = None, seed: int | None = None) -> Output:
-    """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS."""
-    sampler = sampler if sampler is not None else LowConfidence()
+    """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS.
+    stats: nfe (forward passes), gen_tokens (decided answer tokens, all rows), tpf (tokens per
+    forward, per row), seconds, tps (tokens per second, all rows)."""
+    sampler = sampler if sampler is not None else default_sampler(lm)
     trace = Trace(prompt_len=0, mask_id=lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
     t0 = time.perf_counter()
-    knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale)
+    knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
+                 eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
     for rec in stream(lm, prompt, sampler, trace=trace, generator=generator, seed=seed, **knobs):
         if on_step is not None:
             on_step(rec)

@@ -3,6 +3,10 @@
 RoPE positions (a bidirectional model gets no word order from its attention mask), RMSNorm,
 SwiGLU MLPs and tied input/output embeddings: the recipe that leaves the unigram plateau fastest
 on a CPU. `is_causal=True` gives the autoregressive twin of the same shape ("tiny-ar").
+`shift_logits=True` is Dream's adaptation of an AR model into a diffusion model: attention becomes
+bidirectional but each position's logits still come from the hidden state one to its left, as in
+the AR model the weights came from, so the output head keeps its meaning. Callers never see the
+shift: logits[:, i] is always the prediction for position i.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ class TinyDLMConfig(PretrainedConfig):
                  rope_theta: float = 10000.0,
                  rms_norm_eps: float = 1e-5,
                  is_causal: bool = False,           # True: the autoregressive twin
+                 shift_logits: bool = False,        # Dream-style: position i is read from hidden i-1
                  mask_token_id: int | None = None,
                  tie_word_embeddings: bool = True,
                  **kwargs):
@@ -38,6 +43,7 @@ class TinyDLMConfig(PretrainedConfig):
         self.rope_theta = rope_theta
         self.rms_norm_eps = rms_norm_eps
         self.is_causal = is_causal
+        self.shift_logits = shift_logits
         self.mask_token_id = mask_token_id
         super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)
 
@@ -141,6 +147,8 @@ class TinyDLM(PreTrainedModel):
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
         logits = self.lm_head(self.norm(x))                 # (B, L, V)
+        if self.config.shift_logits:   # AR-initialised diffusion (Dream): hidden i-1 predicts token i
+            logits = torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)

@@ -39,6 +39,10 @@ class TrainConfig:
     bf16: bool = True              # CPU autocast: ~2x faster matmuls on AVX512-BF16 machines
     seed: int = 0
     ckpt_every: int = 200          # steps between resumable checkpoints
+    cap_weight: float = 0.0        # CAP: entropy penalty on correct masked predictions (0 = off)
+    edit_prob: float = 0.0         # T2T training: share of unmasked tokens swapped for noise (0 = off)
+    init_from: str = ""            # "" = random init; else a model folder or embedded name ("tiny-ar")
+    shift_logits: bool = False     # Dream-style AR adaptation: hidden i-1 predicts token i
 
     def __post_init__(self):
         if self.objective not in ("diffusion", "ar"):
@@ -48,14 +52,39 @@ class TrainConfig:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.seq_len < 8:
             raise ValueError(f"seq_len must be >= 8, got {self.seq_len}")
+        if not 0 <= self.edit_prob < 1:
+            raise ValueError(f"edit_prob must be in [0, 1), got {self.edit_prob}")
+        if not self.cap_weight >= 0:
+            raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
+        if (self.cap_weight or self.edit_prob or self.shift_logits) and self.objective != "diffusion":
+            raise ValueError("shift_logits, cap_weight and edit_prob apply to objective='diffusion' only")
+
+
+# The committed models, each reproducible with `labkit train --recipe NAME` (`make model`):
+# tiny-ar first (from scratch), then tiny adapted from it, then tiny-cap fine-tuned from tiny.
+RECIPES = {
+    "tiny-ar": TrainConfig(objective="ar"),
+    "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
+}
 
 
 def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: float = 1e-3,
                           prompt_len: int = 0, generator: torch.Generator | None = None,
-                          t: torch.Tensor | None = None) -> torch.Tensor:
+                          t: torch.Tensor | None = None, cap_weight: float = 0.0,
+                          edit_prob: float = 0.0, edit_weight: float = 1.0) -> torch.Tensor:
     """LLaDA pre-training loss: t ~ U(eps, 1) per row, mask each token with probability t,
     cross-entropy on masked positions weighted by 1/t, averaged over all B·L answer tokens.
-    `prompt_len` positions are never masked (SFT). t is stratified across the batch."""
+    `prompt_len` positions are never masked (SFT). t is stratified across the batch.
+
+    Two optional terms for the confident, self-correcting models parallel decoding needs:
+    - `cap_weight` (LLaDA2.0's CAP, after dParallel): + λ · mean entropy of the predictions at
+      masked positions the model already gets right, which sharpens them and so lets threshold
+      rules commit more tokens per forward;
+    - `edit_prob` (T2T training, as LLaDA2.1 needs for draft-and-edit): each unmasked token is
+      swapped with probability edit_prob for a token drawn from elsewhere in the batch (unigram
+      noise), and every unmasked position learns to predict its clean token (copy it, or correct
+      it), weighted by `edit_weight`. A pure masked-diffusion model is never trained on filled
+      positions, so without this its T2T proposals there are noise."""
     B, L = x0.shape
     if t is None:   # low-discrepancy: one uniform offset, rows evenly spaced in [0, 1)
         u = (torch.rand(1, generator=generator) + torch.arange(B) / B) % 1.0
@@ -64,10 +93,25 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
     masked = torch.rand(B, L, generator=generator).to(x0.device) < t[:, None]   # (B, L)
     masked[:, :prompt_len] = False
     xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
+    answer = torch.ones_like(masked)
+    answer[:, :prompt_len] = False
+    if edit_prob:
+        swap = (torch.rand(B, L, generator=generator).to(x0.device) < edit_prob) & ~masked & answer
+        noise = x0.flatten()[torch.randint(B * L, (B, L), generator=generator).to(x0.device)]
+        xt = torch.where(swap, noise, xt)
     logits = logits_fn(xt)                                               # (B, L, V)
-    ce = F.cross_entropy(logits[masked].float(), x0[masked], reduction="none")  # (M,)
+    logp = F.log_softmax(logits[masked].float(), -1)                     # (M, V)
+    ce = -logp.gather(-1, x0[masked][:, None]).squeeze(-1)               # (M,)
     weight = (1.0 / t)[:, None].expand(B, L)[masked]
-    return (ce * weight).sum() / (B * (L - prompt_len))
+    loss = (ce * weight).sum() / (B * (L - prompt_len))
+    if cap_weight:
+        right = logp.argmax(-1) == x0[masked]                            # (M,)
+        entropy = -(logp.exp() * logp).sum(-1)
+        loss = loss + cap_weight * (entropy * right).sum() / right.sum().clamp_min(1)
+    if edit_prob:
+        filled = ~masked & answer
+        loss = loss + edit_weight * F.cross_entropy(logits[filled].float(), x0[filled])
+    return loss
 
 
 def ar_loss(logits_fn, x0: torch.Tensor) -> torch.Tensor:
@@ -113,11 +157,33 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
     mcfg = TinyDLMConfig(vocab_size=len(tokenizer), hidden_size=cfg.hidden_size,
                          num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
                          intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.seq_len,
-                         is_causal=cfg.objective == "ar", mask_token_id=tokenizer.mask_token_id,
+                         is_causal=cfg.objective == "ar", shift_logits=cfg.shift_logits,
+                         mask_token_id=tokenizer.mask_token_id,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     with torch.random.fork_rng():
         torch.manual_seed(cfg.seed)
-        return TinyDLM(mcfg)
+        model = TinyDLM(mcfg)
+    if cfg.init_from:
+        src = init_folder(cfg.init_from)
+        from safetensors.torch import load_file
+        state = load_file(src / "model.safetensors")
+        theirs = {k: tuple(v.shape) for k, v in state.items()}
+        ours = {k: tuple(v.shape) for k, v in model.state_dict().items() if k != "lm_head.weight"}
+        if {k: v for k, v in theirs.items() if k != "lm_head.weight"} != ours:
+            raise ValueError(f"init_from={cfg.init_from!r}: its weights do not fit this TrainConfig's "
+                             f"shape (vocab, hidden_size, layers, heads, intermediate_size must match)")
+        model.load_state_dict(state, strict=False)
+        model.tie_weights()
+    return model
+
+
+def init_folder(init_from: str) -> Path:
+    """The model folder named by `TrainConfig.init_from`: an embedded name or a path."""
+    from .model import EMBEDDED, models_dir
+    src = models_dir() / EMBEDDED[init_from] if init_from in EMBEDDED else Path(init_from)
+    if not (src / "model.safetensors").is_file():
+        raise FileNotFoundError(f"init_from={init_from!r}: no model.safetensors in {src}")
+    return src
 
 
 def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print) -> Path:
@@ -133,6 +199,9 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     texts = list(load_plays("train").values())
     if (out / "tokenizer.json").is_file():
         tokenizer = load_tokenizer(out)
+    elif cfg.init_from:                                  # keep the token ids the weights were trained on
+        tokenizer = load_tokenizer(init_folder(cfg.init_from))
+        tokenizer.save_pretrained(out)
     else:
         tokenizer = train_tokenizer(texts, cfg.vocab_size)
         tokenizer.save_pretrained(out)
@@ -146,7 +215,8 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     ckpt = out / "ckpt.pt"
     if ckpt.is_file():
         state = torch.load(ckpt, map_location="cpu", weights_only=False)
-        if state["config"] != dataclasses.asdict(cfg):
+        saved = {**dataclasses.asdict(TrainConfig()), **state["config"]}   # fields added since: defaults
+        if saved != dataclasses.asdict(cfg):
             raise ValueError(f"{ckpt} was written with another TrainConfig; use a new --out folder "
                              f"or delete it to start over")
         model.load_state_dict(state["model"])
@@ -166,7 +236,8 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
             group["lr"] = lr_at(cfg, step)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
             if cfg.objective == "diffusion":
-                loss = masked_diffusion_loss(logits_fn, x0, mask_id, eps=cfg.eps, generator=g)
+                loss = masked_diffusion_loss(logits_fn, x0, mask_id, eps=cfg.eps, generator=g,
+                                             cap_weight=cfg.cap_weight, edit_prob=cfg.edit_prob)
             else:
                 loss = ar_loss(logits_fn, x0)
         loss.backward()

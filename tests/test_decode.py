@@ -122,10 +122,12 @@ def test_bad_input_names_the_parameter(toy, prompt, kw, word):
         lk.generate(toy, prompt, lk.LowConfidence(), **{**KW, **kw})
 
 
-def test_causal_model_is_refused(toy):
+def test_causal_model_only_decodes_left_to_right(toy):
     ar = lk.toy(causal=True)
-    with pytest.raises(ValueError, match="not a masked diffusion model"):
-        lk.generate(ar, "ROMEO:\n", **KW)
+    with pytest.raises(ValueError, match="Autoregressive"):
+        lk.generate(ar, "ROMEO:\n", lk.LowConfidence(), **KW)
+    out = lk.generate(ar, "ROMEO:\n", **KW)                       # default: Autoregressive
+    assert out.stats["nfe"] == KW["gen_length"]
 
 
 def test_seed_and_generator_conflict(toy):

@@ -77,3 +77,68 @@ def test_bad_train_config():
         TrainConfig(objective="bert")
     with pytest.raises(ValueError, match="steps"):
         TrainConfig(steps=0)
+    with pytest.raises(ValueError, match="edit_prob"):
+        TrainConfig(edit_prob=1.0)
+    with pytest.raises(ValueError, match="diffusion"):
+        TrainConfig(objective="ar", cap_weight=1.0)
+
+
+def test_cap_term_is_mean_entropy_of_the_correct_masked_predictions():
+    torch.manual_seed(0)
+    V, B, L = 11, 3, 7
+    x0 = torch.randint(1, V, (B, L))
+    table = torch.randn(V, V) * 3
+    table[0] = torch.randn(V) * 3                                 # what a mask predicts
+    logits_fn = lambda x: table[x]                               # noqa: E731
+    t = torch.tensor([0.4, 0.6, 0.9])
+    plain = masked_diffusion_loss(logits_fn, x0, 0, t=t, generator=torch.Generator().manual_seed(2))
+    cap = masked_diffusion_loss(logits_fn, x0, 0, t=t, generator=torch.Generator().manual_seed(2),
+                                cap_weight=0.5)
+    masked = torch.rand(B, L, generator=torch.Generator().manual_seed(2)) < t[:, None]
+    logp = table[0].log_softmax(-1)
+    right = masked & (logp.argmax() == x0)
+    assert right.any()
+    entropy = -(logp.exp() * logp).sum()
+    assert torch.allclose(cap - plain, 0.5 * entropy)            # same entropy at every right position
+
+
+def test_edit_training_corrupts_only_filled_answer_tokens_and_learns_them():
+    x0 = torch.randint(3, 50, (8, 40))
+    seen = []
+
+    def fn(x):
+        seen.append(x)
+        return torch.zeros(*x.shape, 50)
+    t = torch.full((8,), 0.3)
+    loss = masked_diffusion_loss(fn, x0, 0, prompt_len=5, t=t, edit_prob=0.5,
+                                 generator=torch.Generator().manual_seed(0))
+    xt = seen[0]
+    swapped = (xt != x0) & (xt != 0)
+    assert swapped.any() and not swapped[:, :5].any()
+    masked = xt == 0
+    # uniform logits: every masked token costs log 50 / t, every filled one log 50
+    n_masked, n_filled = int(masked.sum()), int((~masked[:, 5:]).sum())
+    want = n_masked * torch.log(torch.tensor(50.0)) / 0.3 / (8 * 35) + torch.log(torch.tensor(50.0))
+    assert n_filled > 0 and torch.allclose(loss, want)
+
+
+def test_init_from_copies_weights_and_shift_moves_logits_one_right(tmp_path):
+    from labkit.model import models_dir
+    from labkit.tokenizer import load_tokenizer
+    from labkit.train import build_model
+    tok = load_tokenizer(models_dir() / "tiny")
+    small = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seq_len=32)
+    src = build_model(TrainConfig(objective="ar", seed=3, **small), tok)
+    src.save_pretrained(tmp_path / "src")
+    plain = build_model(TrainConfig(init_from=str(tmp_path / "src"), **small), tok).eval()
+    shifted = build_model(TrainConfig(init_from=str(tmp_path / "src"), shift_logits=True, **small), tok).eval()
+    assert torch.equal(plain.embed.weight, src.embed.weight) and not plain.config.is_causal
+    x = torch.randint(3, 100, (2, 12))
+    with torch.no_grad():
+        a, b = plain(x).logits, shifted(x).logits
+    assert torch.equal(b[:, 1:], a[:, :-1]) and torch.equal(b[:, 0], a[:, 0])
+    with pytest.raises(ValueError, match="init_from"):
+        build_model(TrainConfig(init_from=str(tmp_path / "src"), hidden_size=64, num_layers=1, num_heads=2,
+                                intermediate_size=64, seq_len=32), tok)
+    with pytest.raises(FileNotFoundError, match="init_from"):
+        build_model(TrainConfig(init_from=str(tmp_path / "nowhere"), **small), tok)

@@ -1,6 +1,9 @@
 """Sampler rules: frozen dataclasses of knobs with a pure `step(logits, state, generator)`."""
+from .autoregressive import Autoregressive
 from .base import DecodeState, Sampler, StepRecord
+from .draft_edit import DraftEdit
 from .low_confidence import LowConfidence
 from .threshold import EntropyBound, Threshold
 
-__all__ = ["DecodeState", "EntropyBound", "LowConfidence", "Sampler", "StepRecord", "Threshold"]
+__all__ = ["Autoregressive", "DecodeState", "DraftEdit", "EntropyBound", "LowConfidence", "Sampler",
+           "StepRecord", "Threshold"]
