@@ -11,6 +11,23 @@ from safetensors import safe_open
 from .model import EMBEDDED, models_dir
 
 
+def _extras(cfg: dict) -> list[str]:
+    """Card lines for the recipe options beyond plain training from scratch."""
+    lines = []
+    if cfg.get("init_from"):
+        lines.append(f"- Initialised from `{cfg['init_from']}`" + (
+            " and adapted Dream-style: attention made bidirectional, logits shifted so position i is "
+            "read from hidden state i-1 as in the AR model (`shift_logits`)." if cfg.get("shift_logits") else "."))
+    if cfg.get("cap_weight"):
+        lines.append(f"- CAP (LLaDA2.0): + {cfg['cap_weight']} × mean entropy of the correctly predicted "
+                     "masked tokens, to raise confidence and so tokens per forward.")
+    if cfg.get("edit_prob"):
+        lines.append(f"- T2T training (for LLaDA2.1 draft-and-edit): {cfg['edit_prob']:.0%} of the visible "
+                     "tokens swapped for tokens from elsewhere in the batch; every visible position "
+                     "learns its clean token (copy or correct).")
+    return lines
+
+
 def write_card(model: str, result: dict) -> Path:
     folder = models_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
     training = json.loads((folder / "training.json").read_text())
@@ -23,7 +40,9 @@ def write_card(model: str, result: dict) -> Path:
     lines = [
         f"# labkit `{model}`: a tiny {kind} LM trained on Shakespeare",
         "",
-        "Trained from scratch by `labkit train` on a 2-core CPU; loaded by `labkit.load()`.",
+        (f"Trained by `labkit train --recipe {model}` on a 2-core CPU, starting from `{cfg['init_from']}`; "
+         "loaded by `labkit.load()`." if cfg.get("init_from") else
+         f"Trained from scratch by `labkit train --recipe {model}` on a 2-core CPU; loaded by `labkit.load()`."),
         "",
         "## Model",
         f"- {size / 1e6:.2f}M parameters: {n} layers, d_model {d}, {cfgm['num_attention_heads']} heads, "
@@ -39,6 +58,7 @@ def write_card(model: str, result: dict) -> Path:
         f"- Objective: {cfg['objective']} ("
         + ("LLaDA masked diffusion: t ~ U(eps, 1) stratified per batch, mask with prob t, CE / t"
            if cfg["objective"] == "diffusion" else "next-token cross-entropy") + ").",
+        *_extras(cfg),
         f"- {cfg['steps']} steps × batch {cfg['batch_size']} × {cfg['seq_len']} tokens "
         f"({cfg['short_batch_prob']:.0%} of batches shorter); AdamW (0.9, 0.95), wd {cfg['weight_decay']}, "
         f"lr {cfg['lr']} with {cfg['warmup']} warm-up steps and cosine decay to {cfg['min_lr_ratio']}×; "

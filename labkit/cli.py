@@ -1,8 +1,10 @@
-"""The `labkit` command: generate, eval, train.
+"""The `labkit` command: generate, eval, train, bench.
 
     labkit generate --model tiny --steps 64 "ROMEO:"
+    labkit generate --sampler speed "ROMEO:"          # LLaDA2.1 S mode
     labkit eval --model tiny --json
-    labkit train --out runs/tiny
+    labkit train --recipe tiny --out runs/tiny
+    labkit bench samplers --json
 """
 from __future__ import annotations
 
@@ -17,11 +19,12 @@ def _generate(a) -> int:
     from .samplers import LowConfidence
 
     lm = _load(a)
-    sampler = LowConfidence(temperature=a.temperature, top_p=a.top_p, remasking=a.remasking)
+    sampler = _sampler(a, lm)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
     t0 = time.perf_counter()
     out = generate(lm, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
-                   steps=a.steps, cfg_scale=a.cfg_scale, seed=a.seed)
+                   steps=a.steps, cfg_scale=a.cfg_scale, seed=a.seed, eos_early_stop=a.eos_early_stop,
+                   penalty_lambda=a.penalty_lambda)
     seconds = time.perf_counter() - t0
     print(prompt + out.text)
     print(f"--- NFE {out.stats['nfe']} · {out.stats['gen_tokens']} tokens · "
@@ -32,6 +35,62 @@ def _generate(a) -> int:
         print(f"step-through view written to {path}", file=sys.stderr)
     if a.trace:
         print(f"trace written to {out.trace.save(a.trace)}", file=sys.stderr)
+    return 0
+
+
+SAMPLERS = ("low_confidence", "threshold", "factor", "entropy_bound", "speed", "quality", "autoregressive")
+
+
+def _sampler(a, lm):
+    from .samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
+
+    name = a.sampler or ("autoregressive" if lm.kind == "causal" else "low_confidence")
+    knobs = dict(temperature=a.temperature, top_p=a.top_p if a.temperature > 0 else None)
+    if name == "low_confidence":
+        return LowConfidence(remasking=a.remasking, **knobs)
+    if name == "threshold":
+        return Threshold(threshold=0.9 if a.threshold is None else a.threshold, **knobs)
+    if name == "factor":
+        return Threshold(threshold=None, factor=1.0, **knobs)
+    if name == "entropy_bound":
+        return EntropyBound(**knobs)
+    if name in ("speed", "quality"):
+        preset = getattr(DraftEdit, name)
+        extra = {} if a.threshold is None else {"threshold": a.threshold}
+        if a.editing_threshold is not None:
+            extra["editing_threshold"] = a.editing_threshold
+        return preset(**extra, **knobs)
+    return Autoregressive(**knobs)
+
+
+def _bench(a) -> int:
+    import json as _json
+    from pathlib import Path
+
+    from .bench import bench_samplers, frontier_figure, table
+    from .model import load
+
+    lm, ar = _load(a), load(a.ar_model, device=a.device)
+    log = (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
+    kw = dict(n_prompts=a.prompts, names=a.only or None, seed=a.seed, log=log, gen_length=a.gen_length)
+    results = bench_samplers(lm, ar, **kw)
+    runs = {a.model: results}
+    if a.cap_model:
+        cap = bench_samplers(load(a.cap_model, device=a.device), ar, with_ar=False, **kw)
+        results = {**results, "cap": cap}
+        runs[a.cap_model] = cap
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "samplers.json").write_text(_json.dumps(results, indent=1))
+    fig = frontier_figure(runs)
+    fig.savefig(out / "samplers_frontier.png", dpi=120)
+    if a.json:
+        print(_json.dumps(results))
+    else:
+        for model, res in runs.items():
+            print(table(res, title=f"== {model} ({a.prompts} held-out prompts, gen_length {a.gen_length}, "
+                                   f"block 32, greedy, batch 1)"))
+        print(f"written: {out / 'samplers.json'}, {out / 'samplers_frontier.png'}")
     return 0
 
 
@@ -96,7 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--steps", type=int, default=defaults.STEPS)
     g.add_argument("--temperature", type=float, default=defaults.TEMPERATURE)
     g.add_argument("--top-p", type=float, default=defaults.TOP_P)
+    g.add_argument("--sampler", choices=SAMPLERS, help="rule (default: low_confidence; autoregressive for a "
+                   "causal model); speed / quality are LLaDA2.1's S and Q modes")
+    g.add_argument("--threshold", type=float, help="threshold / DraftEdit τ_mask")
+    g.add_argument("--editing-threshold", type=float, help="DraftEdit τ_edit")
     g.add_argument("--remasking", default="low_confidence", choices=["low_confidence", "random"])
+    g.add_argument("--eos-early-stop", action="store_true", help="stop once an EOS is written")
+    g.add_argument("--penalty-lambda", type=float, default=0.0, help="anti-stutter penalty (SGLang)")
     g.add_argument("--cfg-scale", type=float, default=0.0)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--html", help="write the step-through view to this HTML file")
@@ -117,6 +182,21 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--steps", type=int)
     t.add_argument("--seed", type=int)
     t.set_defaults(fn=_train)
+
+    b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
+    b.add_argument("what", choices=["samplers"])
+    _model_args(b)
+    b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
+                   "(e.g. tiny-cap)")
+    b.add_argument("--ar-model", default="tiny-ar", help="causal model for gen-PPL and the AR row")
+    b.add_argument("--prompts", type=int, default=32, help="held-out prompts (default 32)")
+    b.add_argument("--gen-length", type=int, default=128, help="answer length (default 128, block 32)")
+    b.add_argument("--only", nargs="*", help="run only these sampler names")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--out", default="benchmarks/results", help="folder for samplers.json and the plot")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.add_argument("--quiet", action="store_true", help="no per-sampler progress lines")
+    b.set_defaults(fn=_bench)
     return p
 
 

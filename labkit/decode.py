@@ -58,10 +58,11 @@ def _check(lm, sampler, prompts, gen_length, block_length, steps, cfg_scale, pen
     if gen_length % block_length:
         raise ValueError(f"gen_length ({gen_length}) must be a multiple of block_length ({block_length})")
     num_blocks = gen_length // block_length
-    if steps % num_blocks:
+    budgeted = getattr(sampler, "uses_step_budget", True)   # threshold / editing / AR rules are not
+    if budgeted and steps % num_blocks:
         raise ValueError(f"steps ({steps}) must be divisible by the number of blocks "
                          f"gen_length / block_length = {num_blocks}")
-    if steps > gen_length:
+    if budgeted and steps > gen_length:
         raise ValueError(f"steps ({steps}) must be at most gen_length ({gen_length}): "
                          f"each step commits at least one token")
     if not cfg_scale >= 0:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar"}  # name → folder under labkit/models/
+EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap"}  # name → folder under labkit/models/
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
 
 

@@ -65,6 +65,8 @@ class TrainConfig:
 RECIPES = {
     "tiny-ar": TrainConfig(objective="ar"),
     "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
+    "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=1200, lr=5e-4, warmup=50,
+                            cap_weight=1.0, edit_prob=0.1),
 }
 
 

@@ -64,3 +64,35 @@ def ev_windows(lm):
     ids = lm.encode(load_plays("heldout")["macbeth"][:6000])
     n = len(ids) // 128
     return torch.tensor(ids[:n * 128]).view(n, 128)
+
+
+@pytest.mark.parametrize("sampler", ["threshold", "speed", "quality", "entropy_bound", "autoregressive"])
+def test_generate_with_each_sampler(sampler, capsys):
+    assert main(["generate", "--sampler", sampler, "--gen-length", "32", "--temperature", "0",
+                 "--eos-early-stop", "ROMEO:"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("ROMEO:\n") and "NFE" in err
+
+
+def test_generate_on_the_causal_twin_defaults_to_left_to_right(capsys):
+    assert main(["generate", "--model", "tiny-ar", "--gen-length", "32", "--steps", "32", "ROMEO:"]) == 0
+    assert "NFE 32" in capsys.readouterr().err
+
+
+def test_bench_samplers_json_and_plot(tmp_path, capsys):
+    assert main(["bench", "samplers", "--prompts", "2", "--gen-length", "64", "--only", "low_confidence_2tok", "threshold_0.9",
+                 "draft_edit_quality", "ar", "--cap-model", "tiny", "--json", "--quiet",
+                 "--out", str(tmp_path)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) == {"low_confidence_2tok", "threshold_0.9", "draft_edit_quality", "ar", "cap"}
+    assert set(result["cap"]) == {"low_confidence_2tok", "threshold_0.9", "draft_edit_quality"}
+    for row in (result["low_confidence_2tok"], result["ar"], result["cap"]["threshold_0.9"]):
+        assert set(row) == {"nfe", "tpf", "tps", "gen_ppl", "distinct_2"}
+    assert result["low_confidence_2tok"]["tpf"] == 2.0 and result["ar"]["tpf"] == 1.0
+    assert result["threshold_0.9"]["tpf"] >= 1.0 and result["ar"]["gen_ppl"] > 1.0
+    assert (tmp_path / "samplers.json").is_file() and (tmp_path / "samplers_frontier.png").stat().st_size > 1000
+
+
+def test_bench_rejects_unknown_sampler_names(capsys):
+    assert main(["bench", "samplers", "--only", "fastest", "--prompts", "1"]) == 2
+    assert "fastest" in capsys.readouterr().err

@@ -161,3 +161,27 @@ def test_truncation_keeps_top_k_and_the_top_p_nucleus():
 def test_bad_truncation_knobs(kw, word):
     with pytest.raises(ValueError, match=word):
         LowConfidence(**kw)
+
+
+def test_dream_scores_and_alg_temp():
+    from labkit.samplers.base import DecodeState
+    x = torch.full((1, 4), 0)
+    st = DecodeState(x=x, frozen=torch.zeros_like(x, dtype=torch.bool), block_start=0, block_end=4, block=0,
+                     step=3, steps=4, global_step=0, mask_id=0)       # last step of 4: all commit
+    p = torch.tensor([[[0.1, 0.5, 0.4, 0.0], [0.1, 0.8, 0.1, 0.0], [0.1, 0.3, 0.3, 0.3], [0.1, 0.6, 0.3, 0.0]]])
+    logits = p.clamp_min(1e-9).log()
+    st1 = DecodeState(**{**st.__dict__, "step": 0})                    # 1 of 4 commits
+    margin = LowConfidence(score="margin").step(logits, st1)
+    assert margin.committed[0].tolist() == [False, True, False, False]
+    assert torch.allclose(margin.confidence[0], torch.tensor([0.1, 0.7, 0.0, 0.3]))
+    # alg_temp: a seeded random choice of position, spread over the masked ones
+    picks = {int(LowConfidence(alg_temp=1.0).step(logits, st1, torch.Generator().manual_seed(s)).committed[0]
+                 .int().argmax()) for s in range(40)}
+    assert len(picks) > 1
+    sharp = {int(LowConfidence(alg_temp=1e-4).step(logits, st1, torch.Generator().manual_seed(s)).committed[0]
+                 .int().argmax()) for s in range(10)}
+    assert sharp == {1}
+    with pytest.raises(ValueError, match="alg_temp"):
+        LowConfidence(alg_temp=-1.0)
+    with pytest.raises(ValueError, match="score"):
+        LowConfidence(score="bogus")

@@ -4,6 +4,10 @@ Each step proposes x0 at every masked position of the active block (argmax, or G
 temperature > 0), scores it by p(x0) ("low_confidence") or by a uniform draw ("random"), and
 commits the k best, k = ceil(masks_left / steps_left). That reproduces LLaDA's remainder-first
 schedule (m // s per step, the first m % s steps one more) without storing a table.
+
+Dream's variants of the same fixed-count rule: `score="margin"` (top-1 minus top-2 probability) or
+`"neg_entropy"` instead of the probability, and `alg_temp` > 0 to draw the k positions at random
+from softmax(score / alg_temp) (without replacement, via Gumbel-top-k) instead of taking the best.
 """
 from __future__ import annotations
 
@@ -26,11 +30,18 @@ class LowConfidence:
     logits_eos_inf: bool = False        # forbid EOS / EoT outright (LLaDA's HumanEval setting)
     confidence_eos_eot_inf: bool = False  # commit EOS / EoT last: confidence -inf (EVAL.md's intent,
                                           # not generate.py's chained-assignment quirk)
+    score: str = "probability"          # Dream: "probability" | "margin" | "neg_entropy"
+    alg_temp: float | None = None       # Dream: > 0 samples which positions commit (None/0: the best)
 
     def __post_init__(self):
+        from .threshold import SCORES
         check_sampling(self.temperature, self.top_k, self.top_p)
         if self.remasking not in REMASKING:
             raise ValueError(f"remasking must be one of {REMASKING}, got {self.remasking!r}")
+        if self.score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
+        if self.alg_temp is not None and not self.alg_temp >= 0:
+            raise ValueError(f"alg_temp must be >= 0 or None, got {self.alg_temp!r}")
 
     def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
         s, e = state.block_start, state.block_end
@@ -41,6 +52,9 @@ class LowConfidence:
             block_logits[..., stop] = float("-inf")
         cand_b, conf_b = sample_tokens(block_logits, self.temperature, generator,
                                        self.top_k, self.top_p)               # (B, N)
+        if self.score != "probability":
+            from .threshold import score_block
+            conf_b = score_block(block_logits, cand_b, conf_b, self.score)
         if self.confidence_eos_eot_inf and stop:
             conf_b = conf_b.masked_fill(torch.isin(cand_b, torch.tensor(stop, device=cand_b.device)),
                                         float("-inf"))
@@ -50,5 +64,8 @@ class LowConfidence:
         k = ceil_div(masked.sum(-1), max(1, state.steps - state.step))       # (B,)
         # rank on -inf-safe scores: EOS-suppressed positions still commit, just last
         score = torch.nan_to_num(confidence, nan=float("-inf"), neginf=-1e30)
+        if self.alg_temp:   # Gumbel-top-k = k draws without replacement from softmax(score / alg_temp)
+            u = torch.rand(score.shape, generator=generator, device=score.device, dtype=torch.float64)
+            score = (score.double() / self.alg_temp - torch.log(-torch.log(u.clamp_min(1e-300)))).float()
         committed = topk_mask(score, masked, k)
         return commit_record(state, candidates, confidence, committed)

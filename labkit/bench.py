@@ -1,0 +1,122 @@
+"""`labkit bench samplers`: the speed-quality table of every rule on the same prompts.
+
+Each prompt is decoded alone (batch 1, as Fast-dLLM and LLaDA2.1 report speed), greedy
+(temperature 0, the setting all reference numbers use), gen_length 128, block 32. Per sampler:
+- nfe: forward passes per sample (mean); tpf: answer tokens per forward pass (sum of tokens
+  over sum of NFE); tps: answer tokens per second of wall time on this machine;
+- gen_ppl: perplexity of the answers under the autoregressive twin; distinct_2: mean share of
+  distinct token bigrams per answer (low = loops).
+"""
+from __future__ import annotations
+
+import time
+
+from .decode import generate
+from .evaluate import sample_prompts
+from .metrics import distinct_n, gen_ppl
+from .samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
+
+GEN_LENGTH, BLOCK_LENGTH = 128, 32
+
+
+def sampler_suite(gen_length: int = GEN_LENGTH) -> dict[str, tuple[object, int]]:
+    """name → (rule, steps). `steps` only matters for the fixed-count rules."""
+    return {
+        "low_confidence_1tok": (LowConfidence(), gen_length),
+        "low_confidence_2tok": (LowConfidence(), gen_length // 2),
+        "low_confidence_4tok": (LowConfidence(), gen_length // 4),
+        "random": (LowConfidence(remasking="random"), gen_length),
+        "threshold_0.9": (Threshold(threshold=0.9), gen_length),
+        "threshold_0.7": (Threshold(threshold=0.7), gen_length),
+        "threshold_0.5": (Threshold(threshold=0.5), gen_length),
+        "factor_1.0": (Threshold(threshold=None, factor=1.0), gen_length),
+        "entropy_bound": (EntropyBound(), gen_length),
+        "draft_edit_speed": (DraftEdit.speed(), gen_length),
+        "draft_edit_quality": (DraftEdit.quality(), gen_length),
+        "draft_edit_speed_mbe": (DraftEdit.speed(mbe_blocks=1), gen_length),
+        "draft_edit_quality_mbe": (DraftEdit.quality(mbe_blocks=1), gen_length),
+    }
+
+
+def run_one(lm, rule, prompts: list[str], *, steps: int, gen_length: int = GEN_LENGTH,
+            block_length: int = BLOCK_LENGTH, seed: int = 0) -> tuple[dict, list[str]]:
+    """Decode each prompt alone; return the aggregate figures and the answers."""
+    nfe = tokens = 0
+    seconds, texts, d2 = 0.0, [], []
+    for prompt in prompts:
+        out = generate(lm, prompt, rule, gen_length=gen_length, block_length=block_length,
+                       steps=steps, seed=seed)
+        nfe += out.stats["nfe"]
+        tokens += out.stats["gen_tokens"]
+        seconds += out.stats["seconds"]
+        texts.append(out.text)
+        P = out.trace.prompt_len
+        d2.append(distinct_n(out.ids[0, P:].tolist(), 2))
+    n = len(prompts)
+    return {"nfe": round(nfe / n, 2), "tpf": round(tokens / max(nfe, 1), 3),
+            "tps": round(tokens / max(seconds, 1e-9), 1), "distinct_2": round(sum(d2) / n, 4)}, texts
+
+
+def bench_samplers(lm, ar, *, n_prompts: int = 32, names: list[str] | None = None,
+                   gen_length: int = GEN_LENGTH, block_length: int = BLOCK_LENGTH, seed: int = 0,
+                   with_ar: bool = True, log=None) -> dict:
+    """{sampler name: {nfe, tpf, tps, gen_ppl, distinct_2}} on the held-out prompts; "ar" is the
+    autoregressive twin decoding the same prompts through the same loop."""
+    if not isinstance(n_prompts, int) or n_prompts < 1:
+        raise ValueError(f"prompts must be a positive integer, got {n_prompts!r}")
+    prompts = sample_prompts(n_prompts)
+    suite = sampler_suite(gen_length)
+    unknown = sorted(set(names or []) - set(suite) - {"ar"})
+    if unknown:
+        raise ValueError(f"unknown sampler name(s) {unknown}; choose from {', '.join([*suite, 'ar'])}")
+    results = {}
+    for name, (rule, steps) in suite.items():
+        if names and name not in names:
+            continue
+        t0 = time.perf_counter()
+        row, texts = run_one(lm, rule, prompts, steps=steps, gen_length=gen_length,
+                             block_length=block_length, seed=seed)
+        row["gen_ppl"] = round(gen_ppl(ar, prompts, texts), 2)
+        results[name] = row
+        if log:
+            log(f"{name:<24} {row}  ({time.perf_counter() - t0:.0f} s)")
+    if with_ar and (not names or "ar" in names):
+        row, texts = run_one(ar, Autoregressive(), prompts, steps=gen_length, gen_length=gen_length,
+                             block_length=block_length, seed=seed)
+        row["gen_ppl"] = round(gen_ppl(ar, prompts, texts), 2)
+        results["ar"] = row
+    return results
+
+
+COLUMNS = ("nfe", "tpf", "tps", "gen_ppl", "distinct_2")
+
+
+def table(results: dict, title: str = "") -> str:
+    """A fixed-width text table, one row per sampler, with gen-PPL relative to the 1-token reference."""
+    ref = results.get("low_confidence_1tok", {}).get("gen_ppl")
+    lines = [title] if title else []
+    lines.append(f"{'sampler':<24}{'NFE':>8}{'TPF':>7}{'TPS':>8}{'gen-PPL':>9}{'x ref':>7}{'dist-2':>8}")
+    for name, r in results.items():
+        rel = f"{r['gen_ppl'] / ref:.2f}" if ref else "-"
+        lines.append(f"{name:<24}{r['nfe']:>8.1f}{r['tpf']:>7.2f}{r['tps']:>8.1f}{r['gen_ppl']:>9.2f}"
+                     f"{rel:>7}{r['distinct_2']:>8.3f}")
+    return "\n".join(lines)
+
+
+def frontier_figure(runs: dict[str, dict]):
+    """Matplotlib figure: TPF (x) against gen-PPL (y) for each model's samplers; lower right is better."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (model, results), marker in zip(runs.items(), "os^D"):
+        xs = [r["tpf"] for r in results.values()]
+        ys = [r["gen_ppl"] for r in results.values()]
+        ax.scatter(xs, ys, marker=marker, label=model)
+        for name, x, y in zip(results, xs, ys):
+            ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("tokens per forward (TPF)")
+    ax.set_ylabel("gen-PPL under the AR twin (lower is better)")
+    ax.set_title("speed-quality frontier, gen_length 128, block 32, greedy")
+    ax.legend()
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,46 @@
+"""Metrics: gen-PPL under the AR twin by hand, stutter rate, distinct-n."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import labkit as lk
+from labkit.metrics import distinct_n, gen_ppl, stutter_rate
+
+
+def test_gen_ppl_is_exp_mean_nll_of_the_answer_tokens_only():
+    ar = lk.toy(causal=True, seed=2)
+    prompts, texts = ["ROMEO:\n", "KING:\nMy lord"], ["I am here.", " and mine."]
+    nll, n = 0.0, 0
+    for p, t in zip(prompts, texts):
+        pi, ti = ar.encode(p), ar.encode(t)
+        x = torch.tensor([pi + ti])
+        logp = F.log_softmax(ar(x)[0, :-1].float(), -1)
+        for j in range(len(pi), len(pi) + len(ti)):
+            nll -= float(logp[j - 1, x[0, j]])
+            n += 1
+    assert gen_ppl(ar, prompts, texts, batch=1) == pytest.approx(math.exp(nll / n), rel=1e-4)
+    assert gen_ppl(ar, prompts, texts, batch=2) == pytest.approx(math.exp(nll / n), rel=1e-4)
+
+
+def test_gen_ppl_ranks_real_text_above_word_salad():
+    ar = lk.load("tiny-ar")
+    good = gen_ppl(ar, ["ROMEO:\n"], ["I will not stay, my lord; I pray you, go.\n"])
+    salad = gen_ppl(ar, ["ROMEO:\n"], ["quantum zebra pixel of the of banana lord lord"])
+    assert good * 5 < salad
+
+
+def test_gen_ppl_errors():
+    with pytest.raises(ValueError, match="causal"):
+        gen_ppl(lk.toy(), ["a"], ["b"])
+    with pytest.raises(ValueError, match="same length"):
+        gen_ppl(lk.toy(causal=True), ["a", "b"], ["c"])
+    with pytest.raises(ValueError, match="empty"):
+        gen_ppl(lk.toy(causal=True), ["a"], [""])
+
+
+def test_stutter_and_distinct():
+    assert stutter_rate([1, 1, 2, 3, 3, 3]) == pytest.approx(3 / 5)
+    assert stutter_rate([1]) == 0.0
+    assert distinct_n([1, 2, 1, 2], 2) == pytest.approx(2 / 3)
