@@ -184,7 +184,7 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
             rec = _only_rows(sampler.step(model(x), state, generator), live, x)
             if x.device.type == "cuda":
                 torch.cuda.synchronize(x.device)
-            rec = StepRecord(**{**rec.__dict__, "seconds": time.perf_counter() - t0})
+            rec = StepRecord(**{**rec.__dict__, "seconds": time.perf_counter() - t0, "active": live})
             changed = (rec.committed | rec.edited).any(-1)
             post += (live & full).long()
             converged |= live & full & ~changed
@@ -224,8 +224,10 @@ def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] 
              eos_early_stop: bool = False, penalty_lambda: float = 0.0,
              generator: torch.Generator | None = None, seed: int | None = None) -> Output:
     """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS.
-    stats: nfe (forward passes), gen_tokens (decided answer tokens, all rows), tpf (tokens per
-    forward, per row), seconds, tps (tokens per second, all rows)."""
+    stats: nfe (forward passes of the batch), gen_tokens (decided answer tokens, all rows),
+    row_nfe (forward passes summed over rows: each row counts the steps it took part in),
+    tpf (gen_tokens / row_nfe: tokens per forward pass as each row saw it), seconds,
+    tps (tokens per second, all rows)."""
     sampler = sampler if sampler is not None else default_sampler(lm)
     trace = Trace(prompt_len=0, mask_id=lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
     t0 = time.perf_counter()
@@ -240,8 +242,9 @@ def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] 
     texts = [lm.decode(_until_stop(row[P:].tolist(), lm.stop_ids)) for row in final]
     gen_tokens = int((final[:, P:] != lm.mask_id).sum())
     trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=final.shape[0])
-    stats = {"nfe": trace.nfe, "gen_tokens": gen_tokens,
-             "tpf": round(gen_tokens / final.shape[0] / max(1, trace.nfe), 4),
+    row_nfe = int(trace.row_nfe().sum())
+    stats = {"nfe": trace.nfe, "gen_tokens": gen_tokens, "row_nfe": row_nfe,
+             "tpf": round(gen_tokens / max(1, row_nfe), 4),
              "seconds": round(seconds, 4), "tps": round(gen_tokens / max(seconds, 1e-9), 2)}
     return Output(ids=final.long(), texts=texts, trace=trace, stats=stats)
 

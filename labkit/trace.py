@@ -25,7 +25,8 @@ class Trace:
             step=rec.step, block=rec.block, tokens=rec.tokens.to("cpu", torch.int32),
             candidates=rec.candidates.to("cpu", torch.int32),
             confidence=rec.confidence.to("cpu", torch.float16),
-            committed=rec.committed.cpu(), edited=rec.edited.cpu(), seconds=rec.seconds))
+            committed=rec.committed.cpu(), edited=rec.edited.cpu(), seconds=rec.seconds,
+            active=None if rec.active is None else rec.active.cpu()))
 
     def __len__(self) -> int:
         return len(self.records)
@@ -61,6 +62,15 @@ class Trace:
     def edits(self) -> torch.Tensor:         # (S, B, L) bool
         return self._stack("edited")
 
+    def active(self) -> torch.Tensor:        # (S, B) bool: rows each step applied to
+        B = self.init.shape[0]
+        return torch.stack([torch.ones(B, dtype=torch.bool) if r.active is None else r.active
+                            for r in self.records]) if self.records else torch.zeros(0, B, dtype=torch.bool)
+
+    def row_nfe(self) -> torch.Tensor:
+        """(B,) long: forward passes each row took part in (rows of a batch finish independently)."""
+        return self.active().sum(0)
+
     def masked(self) -> torch.Tensor:        # (S, B, L) bool: still a mask after each step
         return self.tokens() == self.mask_id
 
@@ -88,7 +98,7 @@ class Trace:
         if self.records:
             arrays.update(tokens=self.tokens().numpy(), candidates=self.candidates().numpy(),
                           confidence=self.confidence().numpy(), committed=self.committed().numpy(),
-                          edited=self.edits().numpy(),
+                          edited=self.edits().numpy(), active=self.active().numpy(),
                           step=np.array([r.step for r in self.records]),
                           block=np.array([r.block for r in self.records]),
                           seconds=np.array([r.seconds for r in self.records]))
@@ -116,5 +126,6 @@ class Trace:
                     tokens=torch.from_numpy(z["tokens"][i]), candidates=torch.from_numpy(z["candidates"][i]),
                     confidence=torch.from_numpy(z["confidence"][i]),
                     committed=torch.from_numpy(z["committed"][i]), edited=torch.from_numpy(z["edited"][i]),
-                    seconds=float(z["seconds"][i])))
+                    seconds=float(z["seconds"][i]),
+                    active=torch.from_numpy(z["active"][i]) if "active" in z else None))
         return t

@@ -95,6 +95,7 @@ def test_trace_save_load_round_trip(out, tmp_path):
     assert torch.equal(back.commit_step(), out.trace.commit_step())
     assert back.meta == out.trace.meta and back.prompt_len == out.trace.prompt_len
     assert torch.equal(back.confidence().isnan(), out.trace.confidence().isnan())
+    assert torch.equal(back.active(), out.trace.active()) and back.row_nfe().tolist() == [KW["steps"]]
 
 
 def test_trace_load_rejects_other_files(tmp_path):

@@ -141,3 +141,20 @@ def test_causal_model_through_the_loop_equals_plain_greedy_decoding():
     assert torch.equal(out.ids, x)
     commit_step = out.trace.commit_step()[0, out.trace.prompt_len:]
     assert commit_step.tolist() == list(range(KW["gen_length"]))   # the diagonal
+
+
+def test_row_nfe_counts_only_the_steps_a_row_took_part_in():
+    P = 4
+    first_a = Scripted(None).encode("a")[0]
+
+    def fn(x):                       # row starting with "a" ends at answer position 3, the other at 10
+        logits = torch.zeros(*x.shape, 16)
+        logits[..., 5] = 10.0
+        for b in range(x.shape[0]):
+            at = P + (3 if x[b, 0] == first_a else 10)
+            logits[b, at, 5], logits[b, at, 1] = 0.0, 10.0
+        return logits
+    out = lk.generate(Scripted(fn), ["ab:\n", "cd:\n"], lk.Autoregressive(), eos_early_stop=True, **KW)
+    assert out.trace.row_nfe().tolist() == [4, 11] and out.stats["nfe"] == 11
+    assert out.stats["row_nfe"] == 15 and out.stats["tpf"] == pytest.approx(out.stats["gen_tokens"] / 15)
+    assert not out.trace.active()[4:, 0].any() and out.trace.active()[:, 1].all()

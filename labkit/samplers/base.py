@@ -45,6 +45,8 @@ class StepRecord:
     committed: Tensor      # bool: mask → token at this step (M2T)
     edited: Tensor         # bool: token → different token at this step (T2T)
     seconds: float = float("nan")   # wall time of the step, when a timer filled it in
+    active: Tensor | None = None    # (B,) bool: rows the step applied to (the loop fills it in;
+                                    # finished rows are carried along unchanged)
 
 
 class Sampler(Protocol):
