@@ -15,9 +15,15 @@ def _extras(cfg: dict) -> list[str]:
     """Card lines for the recipe options beyond plain training from scratch."""
     lines = []
     if cfg.get("init_from"):
-        lines.append(f"- Initialised from `{cfg['init_from']}`" + (
-            " and adapted Dream-style: attention made bidirectional, logits shifted so position i is "
-            "read from hidden state i-1 as in the AR model (`shift_logits`)." if cfg.get("shift_logits") else "."))
+        from .train import init_folder
+        source = json.loads((init_folder(cfg["init_from"]) / "config.json").read_text())
+        if source.get("is_causal"):
+            lines.append(f"- Initialised from the causal `{cfg['init_from']}` and adapted Dream-style: attention "
+                         "made bidirectional, logits shifted so position i is read from hidden state i-1 "
+                         "as in the AR model (`shift_logits`).")
+        else:
+            lines.append(f"- Fine-tuned from `{cfg['init_from']}` (same architecture"
+                         + (", shifted logits)." if cfg.get("shift_logits") else ")."))
     if cfg.get("cap_weight"):
         lines.append(f"- CAP (LLaDA2.0): + {cfg['cap_weight']} × mean entropy of the correctly predicted "
                      "masked tokens, to raise confidence and so tokens per forward.")
