@@ -96,3 +96,14 @@ def test_bench_samplers_json_and_plot(tmp_path, capsys):
 def test_bench_rejects_unknown_sampler_names(capsys):
     assert main(["bench", "samplers", "--only", "fastest", "--prompts", "1"]) == 2
     assert "fastest" in capsys.readouterr().err
+
+
+def test_bench_suite_has_every_sampler_the_issue_names():
+    from labkit.bench import sampler_suite
+    names = {"low_confidence_1tok", "low_confidence_2tok", "low_confidence_4tok", "random", "threshold_0.9",
+             "threshold_0.7", "threshold_0.5", "factor_1.0", "entropy_bound", "draft_edit_speed",
+             "draft_edit_quality", "draft_edit_speed_mbe", "draft_edit_quality_mbe"}
+    suite = sampler_suite(128)
+    assert set(suite) == names
+    assert [suite[f"low_confidence_{k}tok"][1] for k in (1, 2, 4)] == [128, 64, 32]
+    assert suite["draft_edit_speed_mbe"][0].mbe_blocks == 1 and suite["draft_edit_speed"][0].mbe_blocks == 0
