@@ -89,9 +89,6 @@ def bench_samplers(lm, ar, *, n_prompts: int = 32, names: list[str] | None = Non
     return results
 
 
-COLUMNS = ("nfe", "tpf", "tps", "gen_ppl", "distinct_2")
-
-
 def table(results: dict, title: str = "") -> str:
     """A fixed-width text table, one row per sampler, with gen-PPL relative to the 1-token reference."""
     ref = results.get("low_confidence_1tok", {}).get("gen_ppl")

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import labkit as lk
-from labkit.metrics import distinct_n, gen_ppl, stutter_rate
+from labkit.metrics import distinct_n, gen_ppl, speed, stutter_rate
 
 
 def test_gen_ppl_is_exp_mean_nll_of_the_answer_tokens_only():
@@ -44,3 +44,8 @@ def test_stutter_and_distinct():
     assert stutter_rate([1, 1, 2, 3, 3, 3]) == pytest.approx(3 / 5)
     assert stutter_rate([1]) == 0.0
     assert distinct_n([1, 2, 1, 2], 2) == pytest.approx(2 / 3)
+
+
+def test_speed_reads_the_output_stats(toy):
+    out = lk.generate(toy, "ROMEO:\n", lk.LowConfidence(), gen_length=32, block_length=16, steps=16)
+    assert speed(out) == {"nfe": 16, "tpf": 2.0, "tps": out.stats["tps"]}
