@@ -64,7 +64,6 @@ def _sampler(a, lm):
 
 
 def _bench(a) -> int:
-    import json as _json
     from pathlib import Path
 
     from .bench import bench_samplers, frontier_figure, table
@@ -81,11 +80,11 @@ def _bench(a) -> int:
         runs[a.cap_model] = cap
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "samplers.json").write_text(_json.dumps(results, indent=1))
+    (out / "samplers.json").write_text(json.dumps(results, indent=1))
     fig = frontier_figure(runs)
     fig.savefig(out / "samplers_frontier.png", dpi=120)
     if a.json:
-        print(_json.dumps(results))
+        print(json.dumps(results))
     else:
         for model, res in runs.items():
             print(table(res, title=f"== {model} ({a.prompts} held-out prompts, gen_length {a.gen_length}, "

@@ -193,7 +193,7 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     model (safetensors + config + tokenizer), loadable with `labkit.load(out)`."""
     from tqdm.auto import tqdm
 
-    from .data import load_plays
+    from .data import HELDOUT, load_plays
     from .tokenizer import load_tokenizer, train_tokenizer
 
     out = Path(out)
@@ -263,6 +263,6 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     model.save_pretrained(out, safe_serialization=True)
     (out / "training.json").write_text(json.dumps(
         {"config": dataclasses.asdict(cfg), "train_seconds": round(seconds, 1),
-         "loss_history": history, "heldout_plays": __import__("labkit.data", fromlist=["HELDOUT"]).HELDOUT},
+         "loss_history": history, "heldout_plays": HELDOUT},
         indent=1))
     return out

@@ -23,8 +23,8 @@ class Scripted:
     kind, name, mask_id, pad_id, eos_id, eot_id, max_length = "masked", "scripted", 2, 0, 1, None, 256
     device = torch.device("cpu")
 
-    def __init__(self, logits_fn, V=16, kind="masked"):
-        self.logits_fn, self.V, self.kind = logits_fn, V, kind
+    def __init__(self, logits_fn):
+        self.logits_fn = logits_fn
 
     @property
     def stop_ids(self):

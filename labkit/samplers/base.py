@@ -75,6 +75,20 @@ def sample_tokens(logits: Tensor, temperature: float, generator: torch.Generator
     return cand, prob
 
 
+SCORES = ("probability", "margin", "neg_entropy")
+
+
+def score_block(logits: torch.Tensor, cand: torch.Tensor, prob: torch.Tensor, score: str) -> torch.Tensor:
+    """(B, N, V) logits, (B, N) proposals and their probability → (B, N) confidence."""
+    if score == "probability":
+        return prob
+    p = torch.softmax(logits.float(), -1)
+    if score == "margin":
+        top2 = p.topk(2, dim=-1).values
+        return top2[..., 0] - top2[..., 1]
+    return (p * torch.log(p.clamp_min(1e-30))).sum(-1)
+
+
 def truncate(logits: Tensor, top_k: int | None, top_p: float | None) -> Tensor:
     """Set logits outside the top_k / the smallest set with mass >= top_p to -inf. (..., V)"""
     if top_k is not None and top_k < logits.shape[-1]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import (DecodeState, StepRecord, ceil_div, check_sampling, commit_record, sample_tokens, spread,
-                   topk_mask)
+from .base import (SCORES, DecodeState, StepRecord, ceil_div, check_sampling, commit_record, sample_tokens, spread,
+                   score_block, topk_mask)
 
 REMASKING = ("low_confidence", "random")
 
@@ -34,7 +34,6 @@ class LowConfidence:
     alg_temp: float | None = None       # Dream: > 0 samples which positions commit (None/0: the best)
 
     def __post_init__(self):
-        from .threshold import SCORES
         check_sampling(self.temperature, self.top_k, self.top_p)
         if self.remasking not in REMASKING:
             raise ValueError(f"remasking must be one of {REMASKING}, got {self.remasking!r}")
@@ -53,7 +52,6 @@ class LowConfidence:
         cand_b, conf_b = sample_tokens(block_logits, self.temperature, generator,
                                        self.top_k, self.top_p)               # (B, N)
         if self.score != "probability":
-            from .threshold import score_block
             conf_b = score_block(block_logits, cand_b, conf_b, self.score)
         if self.confidence_eos_eot_inf and stop:
             conf_b = conf_b.masked_fill(torch.isin(cand_b, torch.tensor(stop, device=cand_b.device)),

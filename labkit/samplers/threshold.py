@@ -20,21 +20,8 @@ from typing import ClassVar
 
 import torch
 
-from .base import DecodeState, StepRecord, check_sampling, commit_record, sample_tokens, spread
-
-SCORES = ("probability", "margin", "neg_entropy")
-
-
-def score_block(logits: torch.Tensor, cand: torch.Tensor, prob: torch.Tensor, score: str) -> torch.Tensor:
-    """(B, N, V) logits, (B, N) proposals and their probability → (B, N) confidence."""
-    if score == "probability":
-        return prob
-    p = torch.softmax(logits.float(), -1)
-    if score == "margin":
-        top2 = p.topk(2, dim=-1).values
-        return top2[..., 0] - top2[..., 1]
-    return (p * torch.log(p.clamp_min(1e-30))).sum(-1)
-
+from .base import (SCORES, DecodeState, StepRecord, check_sampling, commit_record, sample_tokens, score_block,
+                   spread)
 
 def _propose(rule, logits, state, generator):
     """Shared by the rules: proposals and scores inside the block, full-length (B, L) views."""
