@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .distill import block_distill_loss
 from .tiny import TinyDLM, TinyDLMConfig
 
 
@@ -43,6 +44,9 @@ class TrainConfig:
     edit_prob: float = 0.0         # T2T training: share of unmasked tokens swapped for noise (0 = off)
     init_from: str = ""            # "" = random init; else a model folder or embedded name ("tiny-ar")
     shift_logits: bool = False     # Dream-style AR adaptation: hidden i-1 predicts token i
+    distill: int = 0               # > 0: self-distil on the init model's answers to this many prompts
+    distill_length: int = 128      # answer tokens the teacher writes per prompt
+    distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
 
     def __post_init__(self):
         if self.objective not in ("diffusion", "ar"):
@@ -56,8 +60,11 @@ class TrainConfig:
             raise ValueError(f"edit_prob must be in [0, 1), got {self.edit_prob}")
         if not self.cap_weight >= 0:
             raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
-        if (self.cap_weight or self.edit_prob or self.shift_logits) and self.objective != "diffusion":
-            raise ValueError("shift_logits, cap_weight and edit_prob apply to objective='diffusion' only")
+        if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
+            raise ValueError("shift_logits, cap_weight, edit_prob and distill apply to objective='diffusion' only")
+        if self.distill < 0 or (self.distill and not self.init_from):
+            raise ValueError(f"distill must be 0 (off) or a prompt count > 0 with init_from set (the "
+                             f"teacher), got distill={self.distill}, init_from={self.init_from!r}")
 
 
 # The committed models, each reproducible with `labkit train --recipe NAME` (`make model`):
@@ -188,6 +195,17 @@ def init_folder(init_from: str) -> Path:
     return src
 
 
+def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The teacher's (init_from's) greedy answers to `cfg.distill` training prompts, packed; decoded
+    once into out/trajectories.pt (resumable: it is the slow part)."""
+    from .distill import make_trajectories, pack, train_prompts
+    from .model import load
+    teacher = load(str(init_folder(cfg.init_from)))
+    traj = make_trajectories(teacher, train_prompts(cfg.distill, cfg.seed), out / "trajectories.pt",
+                             gen_length=cfg.distill_length, block_length=cfg.distill_block, log=log)
+    return pack(tokenizer, traj)
+
+
 def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print) -> Path:
     """Train into `out`; resume from `out/ckpt.pt` when present. Returns the folder of the final
     model (safetensors + config + tokenizer), loadable with `labkit.load(out)`."""
@@ -227,7 +245,9 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
         log(f"resuming from step {step} ({seconds / 60:.1f} min trained)")
 
     mask_id = tokenizer.mask_token_id
-    logits_fn = lambda x: model(x).logits                                  # noqa: E731
+    logits_fn = lambda x, attn=None: model(x, attn).logits                 # noqa: E731
+    if cfg.distill:
+        teacher_rows = distill_rows(cfg, out, tokenizer, log)
     model.train()
     bar = tqdm(total=cfg.steps, initial=step, disable=not progress, desc=f"train {cfg.objective}")
     t0, loss_ema = time.perf_counter(), None
@@ -237,7 +257,13 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
         for group in opt.param_groups:
             group["lr"] = lr_at(cfg, step)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
-            if cfg.objective == "diffusion":
+            if cfg.distill:
+                ids, attn, P = teacher_rows
+                rows = torch.randint(len(ids), (cfg.batch_size,), generator=g)
+                loss = block_distill_loss(logits_fn, ids[rows], attn[rows], P, cfg.distill_block, mask_id,
+                                          eps=cfg.eps, generator=g, cap_weight=cfg.cap_weight,
+                                          edit_prob=cfg.edit_prob)
+            elif cfg.objective == "diffusion":
                 loss = masked_diffusion_loss(logits_fn, x0, mask_id, eps=cfg.eps, generator=g,
                                              cap_weight=cfg.cap_weight, edit_prob=cfg.edit_prob)
             else:

@@ -142,3 +142,21 @@ def test_init_from_copies_weights_and_shift_moves_logits_one_right(tmp_path):
                                 intermediate_size=64, seq_len=32), tok)
     with pytest.raises(FileNotFoundError, match="init_from"):
         build_model(TrainConfig(init_from=str(tmp_path / "nowhere"), **small), tok)
+
+
+def test_distill_trains_on_the_teachers_own_answers(tmp_path, small_corpus):
+    from labkit.model import models_dir
+    from labkit.tokenizer import load_tokenizer
+    from labkit.train import build_model
+    tok = load_tokenizer(models_dir() / "tiny")
+    small = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seq_len=64)
+    teacher = build_model(TrainConfig(seed=3, **small), tok)
+    teacher.save_pretrained(tmp_path / "teacher")
+    tok.save_pretrained(tmp_path / "teacher")
+    cfg = TrainConfig(init_from=str(tmp_path / "teacher"), distill=3, distill_length=8, distill_block=4,
+                      batch_size=2, steps=3, warmup=1, ckpt_every=3, bf16=False, **small)
+    out = train(cfg, tmp_path / "student", progress=False, log=lambda *_: None)
+    traj = torch.load(out / "trajectories.pt", weights_only=False)
+    assert len(traj["prompt"]) == 3 and all(a.shape == (8,) for a in traj["answer"])
+    student = labkit.load(str(out))
+    assert student.net.config.vocab_size == len(tok)
