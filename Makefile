@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test install notebooks model model-ar model-cap bench-samplers clean-venv
+.PHONY: lab test install notebooks model model-ar model-cap bench-samplers bench-panel browser-check clean-venv
 
 install: $(STAMP)
 
@@ -39,7 +39,7 @@ test: install
 notebooks: install
 	cd notebooks && for nb in *.ipynb; do \
 	    ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	        --ExecutePreprocessor.kernel_name=python3 "$$nb" || exit 1; done
+	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=False "$$nb" || exit 1; done
 
 # Reproduce the embedded models (each resumes if interrupted; times measured on 2 cores):
 # tiny-ar from scratch (40 min), tiny adapted from it (34 min), tiny-cap fine-tuned from tiny.
@@ -65,6 +65,20 @@ endef
 # The speed-quality table of every sampler on tiny and tiny-cap (about 30 min on 2 cores).
 bench-samplers: install
 	$(BIN)/labkit bench samplers --cap-model tiny-cap --out benchmarks/results
+
+# The lab panel's Generate → re-rendered latency (target ≤ 1.5 s for 64 tokens, 64 steps).
+bench-panel: install
+	$(BIN)/labkit bench panel --out benchmarks/results
+
+# Every notebook run in a real JupyterLab + headless chromium (installs chromium with apt if
+# missing); screenshots in build/browser, the README's two copied to docs/ with DOCS=1.
+CHROMIUM ?= /usr/bin/chromium
+browser-check: install
+	@test -x $(CHROMIUM) || { echo "installing chromium (apt)"; \
+	    $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium >/dev/null; }
+	$(BIN)/python -m pip install --quiet -e ".[browser]"
+	$(BIN)/python tests/browser_check.py --chromium $(CHROMIUM) $(if $(DOCS),--docs)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -64,6 +64,35 @@ def _sampler(a, lm):
 
 
 def _bench(a) -> int:
+    return _bench_panel(a) if a.what == "panel" else _bench_samplers(a)
+
+
+def _bench_panel(a) -> int:
+    """Generate → every view re-rendered, on the lab panel: 64 tokens, 64 steps, greedy."""
+    from pathlib import Path
+
+    from .widgets import regenerate_latency
+
+    lm = _load(a)
+    runs = {"low_confidence (64 steps)": regenerate_latency(lm, repeats=a.repeats, gen_length=64, steps=64),
+            "draft_edit S mode": regenerate_latency(lm, repeats=a.repeats, gen_length=64, sampler="draft_edit",
+                                                    threshold=0.5, editing_threshold=0.0)}
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "panel.json").write_text(json.dumps(runs, indent=1))
+    if a.json:
+        print(json.dumps(runs))
+        return 0
+    print(f"== lab panel, {a.model}, 64 tokens, median of {a.repeats} presses (target: generate ≤ 1.5 s)")
+    print(f"{'run':<28}{'generate s':>11}{'max s':>8}{'decode s':>10}{'render s':>10}{'scrub s':>9}{'steps':>7}")
+    for name, r in runs.items():
+        print(f"{name:<28}{r['generate_median_s']:>11.3f}{r['generate_max_s']:>8.3f}{r['decode_median_s']:>10.3f}"
+              f"{r['render_median_s']:>10.3f}{r['scrub_median_s']:>9.4f}{r['steps']:>7}")
+    print(f"written: {out / 'panel.json'}")
+    return 0
+
+
+def _bench_samplers(a) -> int:
     from pathlib import Path
 
     from .bench import bench_samplers, frontier_figure, table
@@ -183,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_train)
 
     b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
-    b.add_argument("what", choices=["samplers"])
+    b.add_argument("what", choices=["samplers", "panel"],
+                   help="samplers: the speed-quality table; panel: the lab panel's regenerate latency")
     _model_args(b)
     b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
                    "(e.g. tiny-cap)")
@@ -195,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="benchmarks/results", help="folder for samplers.json and the plot")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quiet", action="store_true", help="no per-sampler progress lines")
+    b.add_argument("--repeats", type=int, default=5, help="panel: Generate presses to time (default 5)")
     b.set_defaults(fn=_bench)
     return p
 

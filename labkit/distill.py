@@ -41,6 +41,9 @@ def make_trajectories(lm, prompts: list[str], path: str | Path, *, gen_length: i
 
     path = Path(path)
     done = torch.load(path, weights_only=False) if path.is_file() else {"prompt": [], "answer": []}
+    n = min(len(done["prompt"]), len(prompts))
+    if done["prompt"][:n] != prompts[:n]:
+        raise ValueError(f"{path} holds answers to other prompts; delete it or use another folder")
     while len(done["prompt"]) < len(prompts):
         chunk = prompts[len(done["prompt"]):len(done["prompt"]) + batch]
         with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):

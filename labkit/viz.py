@@ -13,6 +13,7 @@ region, canvas positions `trace.prompt_len` onward.
 """
 from __future__ import annotations
 
+import functools
 import html
 from pathlib import Path
 
@@ -235,17 +236,32 @@ def step_slider(trace, lm, row: int = 0, cols: int = 16):
 
 
 # --- matplotlib -------------------------------------------------------------------------------
+@functools.cache
+def _png_figure():
+    """A matplotlib Figure class that renders itself in a notebook: a pyplot-free Figure has no
+    display hook of its own, and a bare one shows as `<Figure size ...>`."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    class PngFigure(Figure):
+        def _repr_png_(self) -> bytes:
+            buf = io.BytesIO()
+            self.savefig(buf, format="png", dpi=90)
+            return buf.getvalue()
+    return PngFigure
+
+
 def heatmap_matplotlib(trace, lm=None, kind: str = "state", row: int = 0, ax=None):
     """Static matplotlib version of `heatmap`; draws on `ax` when given (its figure is returned),
-    else on a new pyplot-free `matplotlib.figure.Figure`."""
+    else on a new pyplot-free figure that a notebook shows as a PNG."""
     from matplotlib.colors import BoundaryNorm, ListedColormap
-    from matplotlib.figure import Figure
     import matplotlib as mpl
     _check_kind(kind)
     _check(trace, row)
     z = _matrix(trace, kind, row)                                 # (S, N) or (1, N)
     if ax is None:
-        fig = Figure(figsize=(10, 2 if kind == "commit_step" else 5), layout="constrained")
+        fig = _png_figure()(figsize=(10, 2 if kind == "commit_step" else 5), layout="constrained")
         ax = fig.add_subplot()
     fig = ax.figure
     cats = _categories(trace, kind, row)

@@ -312,15 +312,25 @@ class Compare:
 
 
 def regenerate_latency(lm, repeats: int = 5, **settings) -> dict:
-    """Seconds from pressing Generate to every view re-rendered (median of `repeats`), on a
-    headless Lab: the figure the lab's responsiveness target is about."""
+    """The panel's responsiveness, on a headless Lab: seconds from pressing Generate to every view
+    re-rendered (median and max of `repeats` presses, each with a new seed), split into decoding
+    and rendering, and the seconds one move of the step scrubber takes."""
     lab = Lab(lm, run=False, **settings)
     lab.run()                                           # warm-up (first-call costs)
-    times = []
+    total, decode = [], []
     for i in range(repeats):
         lab.seed.value = i + 1
         lab.generate_button.click()
-        times.append(lab.render_seconds)
-    decode = lab.out.stats["seconds"]
-    return {"median_s": float(np.median(times)), "max_s": max(times), "decode_s_last": decode,
-            "steps": len(lab.out.trace), "gen_length": lab.gen_length.value}
+        total.append(lab.render_seconds)
+        decode.append(lab.out.stats["seconds"])
+    scrub = []
+    for s in range(0, len(lab.out.trace), max(1, len(lab.out.trace) // 16)):
+        t0 = time.perf_counter()
+        lab.scrubber.slider.value = s
+        scrub.append(time.perf_counter() - t0)
+    return {"generate_median_s": round(float(np.median(total)), 3), "generate_max_s": round(max(total), 3),
+            "decode_median_s": round(float(np.median(decode)), 3),
+            "render_median_s": round(float(np.median(np.subtract(total, decode))), 3),
+            "scrub_median_s": round(float(np.median(scrub)), 4), "steps": len(lab.out.trace),
+            "gen_length": lab.gen_length.value, "sampler": lab.out.trace.meta["sampler"],
+            "figure_bytes": sum(len(json.dumps(f)) for f in lab.figures.values())}

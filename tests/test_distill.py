@@ -82,3 +82,9 @@ def test_distill_needs_a_teacher():
         TrainConfig(distill=16)
     with pytest.raises(ValueError, match="objective='diffusion' only"):
         TrainConfig(objective="ar", distill=16, init_from="tiny")
+
+
+def test_trajectories_refuse_a_cache_of_other_prompts(toy, tmp_path):
+    make_trajectories(toy, ["A:\n"], tmp_path / "t.pt", gen_length=4, block_length=4, bf16=False, log=None)
+    with pytest.raises(ValueError, match="other prompts"):
+        make_trajectories(toy, ["B:\n"], tmp_path / "t.pt", gen_length=4, block_length=4, bf16=False, log=None)

@@ -206,6 +206,7 @@ def test_matplotlib_toy(trace, lm):
     for kind in ("state", "confidence", "commit_step"):
         fig = viz.heatmap_matplotlib(trace, lm, kind=kind)
         assert images(fig) == 1
+    assert fig._repr_png_().startswith(b"\x89PNG")        # a notebook shows it as an image
 
 
 def test_stats_table():

@@ -1,0 +1,225 @@
+"""Real-browser check of every notebook: `make browser-check` (not collected by pytest).
+
+Starts JupyterLab (galata's test server config, loopback only, no token) on a temporary copy of
+notebooks/, drives Debian's chromium through playwright, runs all cells of each notebook and
+asserts, per notebook:
+- no cell has an error output and every code cell ran;
+- every plotly figure in the outputs is rendered (`.js-plotly-plot` count ≥ figures stored);
+- every widget panel rendered its sliders (`.widget-slider`);
+- moving a panel's step slider (Home key on its handle) changes the rendered token grid or
+  heatmap.
+Screenshots go to --shots (default build/browser); --docs also copies the quickstart and the lab
+panel screenshots to docs/ for the README.
+
+    python tests/browser_check.py [--chromium /usr/bin/chromium] [--only 05_lab_panel.ipynb]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+DOCS_SHOTS = {"01_quickstart.ipynb": "quickstart.png", "05_lab_panel.ipynb": "lab_panel.png"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_lab(root: Path, port: int, log) -> subprocess.Popen:
+    settings = root.parent / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # Render every cell (no virtual scrolling): figures below the fold must exist in the DOM.
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    notify = root.parent / "settings" / "@jupyterlab" / "apputils-extension"
+    notify.mkdir(parents=True)
+    (notify / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    cfg = root.parent / "jupyter_server_config.py"
+    cfg.write_text(
+        "from jupyterlab.galata import configure_jupyter_server\n"
+        "configure_jupyter_server(c)\n"
+        f"c.ServerApp.ip = '127.0.0.1'\nc.ServerApp.port = {port}\n"
+        f"c.ServerApp.root_dir = {str(root)!r}\nc.ServerApp.allow_root = True\n"
+        f"c.LabApp.user_settings_dir = {str(root.parent / 'settings')!r}\n"
+        "c.LabApp.news_url = None\nc.LabApp.check_for_updates_class = 'jupyterlab.NeverCheckForUpdate'\n")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", f"--config={cfg}"],
+                            stdout=log, stderr=subprocess.STDOUT, cwd=root)
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/lab", timeout=2)
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {proc.returncode}; see {log.name}")
+            time.sleep(1)
+    proc.terminate()
+    raise RuntimeError(f"jupyter lab did not answer on port {port} within 120 s; see {log.name}")
+
+
+def notebook_json(page) -> dict:
+    return page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.toJSON()")
+
+
+def wait_until_run(page, timeout_s: float) -> dict:
+    """Poll the open notebook's model until every code cell has an execution count and the
+    kernel is idle."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        busy = page.evaluate("() => { const w = window.jupyterapp.shell.currentWidget;"
+                             " const k = w.sessionContext.session && w.sessionContext.session.kernel;"
+                             " return !k || k.status !== 'idle'; }")
+        nb = notebook_json(page)
+        code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+        if not busy and all(c.get("execution_count") for c in code):
+            return nb
+        time.sleep(1)
+    raise TimeoutError(f"cells still running after {timeout_s:.0f} s")
+
+
+def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) -> dict:
+    page.goto(f"{base}/lab/tree/{name}")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                           " && window.jupyterapp.shell.currentWidget.context"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=120_000)
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+                           " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
+                           timeout=120_000)
+    t0 = time.time()
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    time.sleep(2)
+    nb = wait_until_run(page, timeout_s)
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    errors = [f"{o.get('ename')}: {o.get('evalue')}" for o in outputs if o["output_type"] == "error"]
+    n_plotly = sum(PLOTLY_MIME in o.get("data", {}) for o in outputs)
+    n_panels = sum(WIDGET_MIME in o.get("data", {}) for o in outputs)
+    problems = [f"error output: {e}" for e in errors]
+    if n_plotly:
+        try:
+            page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {n_plotly}",
+                                   timeout=60_000)
+        except Exception:
+            pass
+    rendered = page.locator(".js-plotly-plot").count()
+    if rendered < n_plotly:
+        problems.append(f"{n_plotly} plotly figures stored but {rendered} rendered")
+    result = {"notebook": name, "seconds": round(time.time() - t0, 1), "plotly_stored": n_plotly,
+              "plotly_rendered": rendered, "widget_outputs": n_panels}
+    if n_panels:
+        try:
+            page.wait_for_selector(".widget-slider", timeout=60_000)
+        except Exception:
+            pass
+        sliders = page.locator(".widget-slider").count()
+        result["sliders"] = sliders
+        if not sliders:
+            problems.append("widget outputs stored but no slider rendered")
+        else:
+            result["step_slider_changes_view"] = step_slider_changes_view(page)
+            if not result["step_slider_changes_view"]:
+                problems.append("moving the step slider changed neither the token grid nor a heatmap")
+    shoot(page, shots / name.replace(".ipynb", ".png"), panel=bool(n_panels))
+    result["problems"] = problems
+    return result
+
+
+def shoot(page, path: Path, panel: bool) -> None:
+    """Screenshot with the first panel (or the first plotly figure) at the top of the view."""
+    first = page.locator(".widget-vbox" if panel else ".js-plotly-plot").first
+    if first.count():
+        first.evaluate("e => e.scrollIntoView({block: 'start'})")
+        time.sleep(1)
+    page.screenshot(path=str(path), full_page=False)
+
+
+def step_slider_changes_view(page) -> bool:
+    """Press Home on the first slider labelled 'step' and see whether the panel's token grid or
+    heatmaps change in the DOM (the kernel round trip re-renders them)."""
+    step = page.locator(".widget-slider", has=page.locator("label", has_text="step")).first
+    if not step.count():
+        return False
+    step.scroll_into_view_if_needed()
+    snapshot = "() => Array.from(document.querySelectorAll('.lk-grid, .js-plotly-plot .shapelayer'))" \
+               ".map(e => e.innerHTML).join('|')"
+    before = page.evaluate(snapshot)
+    handle = step.locator(".noUi-handle").first
+    handle.focus()
+    page.keyboard.press("Home")
+    for _ in range(30):
+        time.sleep(0.5)
+        if page.evaluate(snapshot) != before:
+            return True
+    return False
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    ap.add_argument("--only", action="append", help="notebook file name(s) to check")
+    ap.add_argument("--shots", default=str(ROOT / "build" / "browser"))
+    ap.add_argument("--docs", action="store_true", help="copy the README screenshots to docs/")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per notebook")
+    args = ap.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    if not Path(args.chromium).exists():
+        print(f"chromium not found at {args.chromium}: apt-get install chromium", file=sys.stderr)
+        return 2
+    shots = Path(args.shots)
+    shots.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    if args.only:
+        names = [n for n in names if n in args.only]
+    with tempfile.TemporaryDirectory(prefix="labkit-browser-") as tmp:
+        root = Path(tmp) / "notebooks"
+        shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        port = free_port()
+        log = open(Path(tmp) / "lab.log", "w")
+        lab = start_lab(root, port, log)
+        results = []
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=args.chromium, args=FLAGS,
+                                             headless=True)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                for name in names:
+                    try:
+                        r = check_notebook(page, f"http://127.0.0.1:{port}", name, shots, args.timeout)
+                    except Exception as e:                      # report, then go on to the next
+                        r = {"notebook": name, "problems": [f"{type(e).__name__}: {e}"]}
+                        page.screenshot(path=str(shots / name.replace(".ipynb", ".png")))
+                    results.append(r)
+                    print(json.dumps(r), flush=True)
+                    page.evaluate("() => window.jupyterapp && window.jupyterapp.commands.execute('kernelmenu:shutdown')"
+                                  ".catch(() => null)")
+                browser.close()
+        finally:
+            lab.terminate()
+            lab.wait(timeout=30)
+            log.close()
+    (shots / "results.json").write_text(json.dumps(results, indent=1))
+    if args.docs:
+        (ROOT / "docs").mkdir(exist_ok=True)
+        for name, png in DOCS_SHOTS.items():
+            if (shots / name.replace(".ipynb", ".png")).is_file():
+                shutil.copy(shots / name.replace(".ipynb", ".png"), ROOT / "docs" / png)
+    failed = [r for r in results if r["problems"]]
+    print(f"browser check: {len(results) - len(failed)}/{len(results)} notebooks passed")
+    return 1 if failed or not results else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
