@@ -42,7 +42,7 @@ notebooks: install
 	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=False "$$nb" || exit 1; done
 
 # Reproduce the embedded models (each resumes if interrupted; times measured on 2 cores):
-# tiny-ar from scratch (40 min), tiny adapted from it (34 min), tiny-cap fine-tuned from tiny.
+# tiny-ar from scratch (40 min), tiny adapted from it (40 min), tiny-cap distilled from tiny (50 min).
 model-ar: install
 	mkdir -p runs/tiny-ar && cp labkit/models/tiny/tokenizer.json labkit/models/tiny/tokenizer_config.json runs/tiny-ar/
 	$(BIN)/labkit train --recipe tiny-ar --out runs/tiny-ar

@@ -24,6 +24,12 @@ def _extras(cfg: dict) -> list[str]:
         else:
             lines.append(f"- Fine-tuned from `{cfg['init_from']}` (same architecture"
                          + (", shifted logits)." if cfg.get("shift_logits") else ")."))
+    if cfg.get("distill"):
+        lines.append(f"- Self-distillation for parallel decoding (`labkit.distill`, after dParallel): the "
+                     f"teacher `{cfg['init_from']}` answered {cfg['distill']} training-play prompts greedily, "
+                     f"one token per step ({cfg.get('distill_length', 128)} tokens, block "
+                     f"{cfg.get('distill_block', 32)}); the student learns those answers from block-decoding "
+                     "canvases (earlier blocks written, the current one partly masked, later ones masked).")
     if cfg.get("cap_weight"):
         lines.append(f"- CAP (LLaDA2.0): + {cfg['cap_weight']} × mean entropy of the correctly predicted "
                      "masked tokens, to raise confidence and so tokens per forward.")
@@ -62,11 +68,15 @@ def write_card(model: str, result: dict) -> Path:
         "",
         "## Recipe",
         f"- Objective: {cfg['objective']} ("
-        + ("LLaDA masked diffusion: t ~ U(eps, 1) stratified per batch, mask with prob t, CE / t"
+        + ("block-shaped distillation: mean CE on the masked positions of the current block"
+           if cfg.get("distill") else
+           "LLaDA masked diffusion: t ~ U(eps, 1) stratified per batch, mask with prob t, CE / t"
            if cfg["objective"] == "diffusion" else "next-token cross-entropy") + ").",
         *_extras(cfg),
-        f"- {cfg['steps']} steps × batch {cfg['batch_size']} × {cfg['seq_len']} tokens "
-        f"({cfg['short_batch_prob']:.0%} of batches shorter); AdamW (0.9, 0.95), wd {cfg['weight_decay']}, "
+        (f"- {cfg['steps']} steps × batch {cfg['batch_size']} teacher answers; AdamW" if cfg.get("distill") else
+         f"- {cfg['steps']} steps × batch {cfg['batch_size']} × {cfg['seq_len']} tokens "
+         f"({cfg['short_batch_prob']:.0%} of batches shorter); AdamW")
+        + f" (0.9, 0.95), wd {cfg['weight_decay']}, "
         f"lr {cfg['lr']} with {cfg['warmup']} warm-up steps and cosine decay to {cfg['min_lr_ratio']}×; "
         f"bf16 autocast on CPU; seed {cfg['seed']}.",
         f"- Training time: {training['train_seconds'] / 60:.1f} min on 2 CPU cores.",

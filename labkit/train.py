@@ -68,12 +68,13 @@ class TrainConfig:
 
 
 # The committed models, each reproducible with `labkit train --recipe NAME` (`make model`):
-# tiny-ar first (from scratch), then tiny adapted from it, then tiny-cap fine-tuned from tiny.
+# tiny-ar first (from scratch), then tiny adapted from it, then tiny-cap distilled from tiny.
 RECIPES = {
     "tiny-ar": TrainConfig(objective="ar"),
     "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
+    # self-distilled on tiny's own greedy answers to 512 training prompts, with CAP and T2T noise
     "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=1200, lr=5e-4, warmup=50,
-                            cap_weight=1.0, edit_prob=0.1),
+                            cap_weight=0.5, edit_prob=0.1, distill=512),
 }
 
 

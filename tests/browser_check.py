@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -79,25 +80,26 @@ def wait_until_run(page, timeout_s: float) -> dict:
     kernel is idle."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
-        busy = page.evaluate("() => { const w = window.jupyterapp.shell.currentWidget;"
-                             " const k = w.sessionContext.session && w.sessionContext.session.kernel;"
-                             " return !k || k.status !== 'idle'; }")
+        busy = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session"
+                             "?.kernel?.status !== 'idle'")
         nb = notebook_json(page)
         code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
-        if not busy and all(c.get("execution_count") for c in code):
-            return nb
+        failed = any(o["output_type"] == "error" for c in code for o in c.get("outputs", []))
+        if not busy and (failed or all(c.get("execution_count") for c in code)):
+            return nb                                   # run-all stops at the first error
         time.sleep(1)
-    raise TimeoutError(f"cells still running after {timeout_s:.0f} s")
+    pending = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
+               and "".join(c["source"]).strip() and not c.get("execution_count")]
+    raise TimeoutError(f"after {timeout_s:.0f} s cells {pending} have not run (kernel busy: {busy})")
 
 
 def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) -> dict:
-    page.goto(f"{base}/lab/tree/{name}")
+    page.goto(f"{base}/lab/tree/{name}?reset")        # ?reset: no tabs restored from earlier pages
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
                            " && window.jupyterapp.shell.currentWidget.context"
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=120_000)
-    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
-                           " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'idle'",
-                           timeout=120_000)
+    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel"
+                           "?.status === 'idle'", timeout=120_000)
     t0 = time.time()
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     time.sleep(2)
@@ -107,28 +109,30 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
     n_plotly = sum(PLOTLY_MIME in o.get("data", {}) for o in outputs)
     n_panels = sum(WIDGET_MIME in o.get("data", {}) for o in outputs)
     problems = [f"error output: {e}" for e in errors]
+    nb_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.node.id")
+    panel = page.locator(f"[id='{nb_id}']")                # count only inside this notebook
     if n_plotly:
         try:
-            page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {n_plotly}",
-                                   timeout=60_000)
+            page.wait_for_function(f"() => document.getElementById('{nb_id}')"
+                                   f".querySelectorAll('.js-plotly-plot').length >= {n_plotly}", timeout=60_000)
         except Exception:
             pass
-    rendered = page.locator(".js-plotly-plot").count()
+    rendered = panel.locator(".js-plotly-plot").count()
     if rendered < n_plotly:
         problems.append(f"{n_plotly} plotly figures stored but {rendered} rendered")
     result = {"notebook": name, "seconds": round(time.time() - t0, 1), "plotly_stored": n_plotly,
               "plotly_rendered": rendered, "widget_outputs": n_panels}
     if n_panels:
         try:
-            page.wait_for_selector(".widget-slider", timeout=60_000)
+            panel.locator(".widget-slider").first.wait_for(timeout=60_000)
         except Exception:
             pass
-        sliders = page.locator(".widget-slider").count()
+        sliders = panel.locator(".widget-slider").count()
         result["sliders"] = sliders
         if not sliders:
             problems.append("widget outputs stored but no slider rendered")
         else:
-            result["step_slider_changes_view"] = step_slider_changes_view(page)
+            result["step_slider_changes_view"] = step_slider_changes_view(page, panel)
             if not result["step_slider_changes_view"]:
                 problems.append("moving the step slider changed neither the token grid nor a heatmap")
     shoot(page, shots / name.replace(".ipynb", ".png"), panel=bool(n_panels))
@@ -145,24 +149,37 @@ def shoot(page, path: Path, panel: bool) -> None:
     page.screenshot(path=str(path), full_page=False)
 
 
-def step_slider_changes_view(page) -> bool:
+def step_slider_changes_view(page, panel) -> bool:
     """Press Home on the first slider labelled 'step' and see whether the panel's token grid or
     heatmaps change in the DOM (the kernel round trip re-renders them)."""
-    step = page.locator(".widget-slider", has=page.locator("label", has_text="step")).first
+    step = panel.locator(".widget-slider", has=page.locator("label", has_text=re.compile(r"^\s*step\s*$"))).first
     if not step.count():
         return False
     step.scroll_into_view_if_needed()
     snapshot = "() => Array.from(document.querySelectorAll('.lk-grid, .js-plotly-plot .shapelayer'))" \
                ".map(e => e.innerHTML).join('|')"
     before = page.evaluate(snapshot)
-    handle = step.locator(".noUi-handle").first
-    handle.focus()
-    page.keyboard.press("Home")
+    track = step.locator(".noUi-target").first.bounding_box()
+    handle = step.locator(".noUi-handle").first.bounding_box()
+    if not track or not handle:
+        return False
+    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(track["x"] + 2, handle["y"] + handle["height"] / 2, steps=8)   # drag to step 0
+    page.mouse.up()
     for _ in range(30):
         time.sleep(0.5)
         if page.evaluate(snapshot) != before:
             return True
     return False
+
+
+def shutdown_kernels(base: str) -> None:
+    """Stop every kernel through the REST API (no dialogs in the page)."""
+    kernels = json.load(urllib.request.urlopen(f"{base}/api/kernels", timeout=10))
+    for k in kernels:
+        req = urllib.request.Request(f"{base}/api/kernels/{k['id']}", method="DELETE")
+        urllib.request.urlopen(req, timeout=30)
 
 
 def main(argv=None) -> int:
@@ -172,6 +189,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shots", default=str(ROOT / "build" / "browser"))
     ap.add_argument("--docs", action="store_true", help="copy the README screenshots to docs/")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per notebook")
+    ap.add_argument("--notebooks", default=str(ROOT / "notebooks"), help="folder of notebooks to check")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -180,12 +198,15 @@ def main(argv=None) -> int:
         return 2
     shots = Path(args.shots)
     shots.mkdir(parents=True, exist_ok=True)
-    names = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    src = Path(args.notebooks)
+    names = sorted(p.name for p in src.glob("*.ipynb"))
     if args.only:
         names = [n for n in names if n in args.only]
     with tempfile.TemporaryDirectory(prefix="labkit-browser-") as tmp:
         root = Path(tmp) / "notebooks"
-        shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        shutil.copytree(src, root, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        if (ROOT / "benchmarks" / "results").is_dir():      # notebooks read ../benchmarks/results
+            shutil.copytree(ROOT / "benchmarks" / "results", Path(tmp) / "benchmarks" / "results")
         port = free_port()
         log = open(Path(tmp) / "lab.log", "w")
         lab = start_lab(root, port, log)
@@ -194,8 +215,9 @@ def main(argv=None) -> int:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=args.chromium, args=FLAGS,
                                              headless=True)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 for name in names:
+                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    page.on("console", lambda m: m.type == "error" and print("console:", m.text[:300], file=sys.stderr))
                     try:
                         r = check_notebook(page, f"http://127.0.0.1:{port}", name, shots, args.timeout)
                     except Exception as e:                      # report, then go on to the next
@@ -203,8 +225,8 @@ def main(argv=None) -> int:
                         page.screenshot(path=str(shots / name.replace(".ipynb", ".png")))
                     results.append(r)
                     print(json.dumps(r), flush=True)
-                    page.evaluate("() => window.jupyterapp && window.jupyterapp.commands.execute('kernelmenu:shutdown')"
-                                  ".catch(() => null)")
+                    page.close()
+                    shutdown_kernels(f"http://127.0.0.1:{port}")
                 browser.close()
         finally:
             lab.terminate()

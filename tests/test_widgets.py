@@ -128,3 +128,10 @@ def test_make_rule_rejects_unknown_samplers():
 def test_lab_rejects_unknown_views(toy):
     with pytest.raises(ValueError, match="views must be drawn from"):
         widgets.Lab(toy, views=("state", "attention"), run=False)
+
+
+def test_regenerate_latency_splits_decode_and_render(toy):
+    r = widgets.regenerate_latency(toy, repeats=2, **SMALL)
+    assert r["steps"] == 16 and r["gen_length"] == 16
+    assert 0 < r["decode_median_s"] <= r["generate_median_s"] <= r["generate_max_s"]
+    assert r["render_median_s"] >= 0 and r["scrub_median_s"] > 0 and r["figure_bytes"] > 0
