@@ -81,6 +81,12 @@ def _show(output, figs: list[dict]) -> None:
                            for fig in figs)
 
 
+def _report(message, error: str) -> str:
+    """Show `error` (or clear it) in a panel's message line; returns it for the panel's state."""
+    message.value = f'<div style="color:#b91c1c">⚠ {html.escape(error)}</div>' if error else ""
+    return error
+
+
 class _Scrubber:
     """Play + step slider. jslink keeps them in step in the browser; link does it in Python."""
 
@@ -198,10 +204,9 @@ class Lab:
         try:
             out = generate(self.lm, self.prompt.value, self.rule(), **self.settings())
         except ValueError as e:
-            self.error = str(e)
-            self.message.value = f'<div style="color:#b91c1c">⚠ {html.escape(self.error)}</div>'
+            self.error = _report(self.message, str(e))
             return None
-        self.error, self.message.value = "", ""
+        self.error = _report(self.message, "")
         self.out = out
         self.figures = {kind: figure_dict(out.trace, self.lm, kind) for kind in self.views
                         if kind != "edits" or viz._has_edits(out.trace, 0)}
@@ -253,7 +258,7 @@ class Compare:
         self.right = w.Dropdown(options=choices, value=right, description="right")
         self.knobs = {"left": dict(left_knobs or {}), "right": dict(right_knobs or PRESETS["S mode"])}
         self.seed = w.IntText(seed, description="seed", layout=w.Layout(width="220px"))
-        self.settings = dict(gen_length=gen_length, block_length=block_length, steps=steps)
+        self.canvas = dict(gen_length=gen_length, block_length=block_length, steps=steps)
         self.generate_button = w.Button(description="Compare", button_style="primary")
         self.scrubber = _Scrubber(self.show_step)
         self.panes = {side: dict(title=w.HTML(), grid=w.HTML(), heatmap=w.Output()) for side in ("left", "right")}
@@ -274,13 +279,12 @@ class Compare:
         try:
             outs = {side: generate(self.lm, self.prompt.value,
                                    make_rule(getattr(self, side).value, **self.knobs[side]),
-                                   seed=self.seed.value, **self.settings)
+                                   seed=self.seed.value, **self.canvas)
                     for side in ("left", "right")}
         except ValueError as e:
-            self.error = str(e)
-            self.message.value = f'<div style="color:#b91c1c">⚠ {html.escape(self.error)}</div>'
+            self.error = _report(self.message, str(e))
             return None
-        self.error, self.message.value = "", ""
+        self.error = _report(self.message, "")
         self.outs = outs
         self.figures = {side: figure_dict(o.trace, self.lm, "state") for side, o in outs.items()}
         for side, o in outs.items():
