@@ -229,7 +229,7 @@ class Lab:
         step = max(0, min(int(step), len(trace) - 1))
         self.step = step
         rec = trace[step]
-        masks = int((trace.tokens()[step, 0, trace.prompt_len:] == trace.mask_id).sum())
+        masks = int((rec.tokens[0, trace.prompt_len:] == trace.mask_id).sum())   # this step only
         self.scrubber.label.value = (f"block {rec.block} · {int(rec.committed[0].sum())} committed"
                                      f" · {int(rec.edited[0].sum())} edited · {masks} masks left")
         self.grid.value = viz.token_grid(trace, self.lm, step=step)

@@ -32,11 +32,7 @@ def test_first_render_fills_every_view(lab):
     assert lab.scrubber.slider.max == 15 and lab.step == 15
     state = _z(lab.figures["state"])
     assert state.dtype == np.int8 and state.shape == (16, 16)
-    assert (state[-1] != viz_masked()).all() and (state[0] == viz_masked()).sum() == 15
-
-
-def viz_masked():
-    return lk.viz.MASKED
+    assert (state[-1] != lk.viz.MASKED).all() and (state[0] == lk.viz.MASKED).sum() == 15
 
 
 def test_scrubbing_moves_every_view(lab):
