@@ -64,7 +64,53 @@ def _sampler(a, lm):
 
 
 def _bench(a) -> int:
-    return _bench_panel(a) if a.what == "panel" else _bench_samplers(a)
+    return {"panel": _bench_panel, "controls": _bench_controls}.get(a.what, _bench_samplers)(a)
+
+
+def _bench_controls(a) -> int:
+    from pathlib import Path
+
+    from .bench_controls import bench_edit, bench_keywords, keyword_triples, parse_keywords
+    from .model import load
+
+    lm, ar = _load(a), load(a.ar_model, device=a.device)
+    a.gen_length = a.gen_length or 64
+    triples = parse_keywords(a.keywords) if a.keywords else keyword_triples(a.triples, seed=a.seed)
+    methods = a.methods or ["boost", "place", "boost_only"]
+    runs, free = {}, None
+    for m in methods:
+        runs[m] = bench_keywords(lm, ar, triples, method=m, samples=a.samples, gen_length=a.gen_length,
+                                 seed=a.seed, unconstrained=free)
+        free = runs[m]["unconstrained"]
+    main = runs[methods[0]]
+    result = {k: main[k] for k in ("method", "triples", "samples", "hit_at_least_2", "hit_all_3",
+                                   "gen_ppl", "gen_ppl_unconstrained", "gen_ppl_ratio")}
+    result["methods"] = {m: {k: v for k, v in r.items() if k not in ("texts", "unconstrained")}
+                         for m, r in runs.items()}
+    result["examples"] = [{"keywords": list(t), "text": x} for t, x in zip(triples, main["texts"][::a.samples])][:4]
+    if not a.keywords:
+        result.update(bench_edit(lm, ar, seed=a.seed))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not a.keywords:          # the committed results are the built-in set's
+        (out / "controls.json").write_text(json.dumps(result, indent=1))
+    if a.json:
+        print(json.dumps(result))
+        return 0
+    print(f"== keyword control, {a.model}, {len(triples)} triples x {a.samples} samples, gen_length "
+          f"{a.gen_length}, low-confidence T=1.0 top-p 0.9 (targets: >=2 of 3 95%, all 3 85%, gen-PPL <= 1.5x)")
+    print(f"{'method':<12}{'>=2 of 3':>10}{'all 3':>8}{'gen-PPL':>9}{'free PPL':>10}{'ratio':>7}{'seconds':>9}")
+    for m, r in result["methods"].items():
+        print(f"{m:<12}{r['hit_at_least_2']:>10.3f}{r['hit_all_3']:>8.3f}{r['gen_ppl']:>9.2f}"
+              f"{r['gen_ppl_unconstrained']:>10.2f}{r['gen_ppl_ratio']:>7.2f}{r['seconds']:>9.1f}")
+    for name in ("infill", "renoise"):
+        if name in result:
+            r = result[name]
+            print(f"{name:<12} kept byte-identical {r['kept_identical']:.3f} of {r['samples']}, gen-PPL "
+                  f"{r['gen_ppl']:.2f} (original lines {r['gen_ppl_original']:.2f})")
+    if not a.keywords:
+        print(f"written: {out / 'controls.json'}")
+    return 0
 
 
 def _bench_panel(a) -> int:
@@ -100,6 +146,7 @@ def _bench_samplers(a) -> int:
 
     lm, ar = _load(a), load(a.ar_model, device=a.device)
     log = (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
+    a.gen_length = a.gen_length or 128
     kw = dict(n_prompts=a.prompts, names=a.only or None, seed=a.seed, log=log, gen_length=a.gen_length)
     results = bench_samplers(lm, ar, **kw)
     runs = {a.model: results}
@@ -212,20 +259,28 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_train)
 
     b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
-    b.add_argument("what", choices=["samplers", "panel"],
-                   help="samplers: the speed-quality table; panel: the lab panel's regenerate latency")
+    b.add_argument("what", choices=["samplers", "panel", "controls"],
+                   help="samplers: the speed-quality table; panel: the lab panel's regenerate latency; "
+                        "controls: keyword hit rates, infill and re-noise")
     _model_args(b)
     b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
                    "(e.g. tiny-cap)")
     b.add_argument("--ar-model", default="tiny-ar", help="causal model for gen-PPL and the AR row")
     b.add_argument("--prompts", type=int, default=32, help="held-out prompts (default 32)")
-    b.add_argument("--gen-length", type=int, default=128, help="answer length (default 128, block 32)")
+    b.add_argument("--gen-length", type=int, default=None,
+                   help="answer length (samplers: default 128, block 32; controls: default 64)")
     b.add_argument("--only", nargs="*", help="run only these sampler names")
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--out", default="benchmarks/results", help="folder for samplers.json and the plot")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quiet", action="store_true", help="no per-sampler progress lines")
     b.add_argument("--repeats", type=int, default=5, help="panel: Generate presses to time (default 5)")
+    b.add_argument("--keywords", action="append", metavar="A,B,C",
+                   help="controls: a keyword set to test instead of the built-in triples (repeatable)")
+    b.add_argument("--triples", type=int, default=30, help="controls: built-in keyword triples (default 30)")
+    b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
+    b.add_argument("--methods", nargs="*", help="controls: keyword methods to compare, the first one "
+                   "reported at the top (default: boost place boost_only)")
     b.set_defaults(fn=_bench)
     return p
 

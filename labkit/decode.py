@@ -4,11 +4,12 @@ commit at each step is the sampler rule's business."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 import torch
 
+from . import control as ctl
 from .samplers.autoregressive import Autoregressive
 from .samplers.base import DecodeState, StepRecord
 from .samplers.low_confidence import LowConfidence
@@ -119,7 +120,7 @@ def _model_fn(lm, attention_mask, prompt_pos, cfg_scale, penalty_lambda=0.0
 def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int = 32,
            steps: int = 64, cfg_scale: float = 0.0, eos_early_stop: bool = False,
            penalty_lambda: float = 0.0, generator: torch.Generator | None = None,
-           seed: int | None = None, trace: Trace | None = None) -> Iterator[StepRecord]:
+           seed: int | None = None, trace: Trace | None = None, controls=()) -> Iterator[StepRecord]:
     """Yield one StepRecord per forward pass. The only decoding loop in labkit.
 
     prompt: a string or a list of strings (a batch, left-padded with an attention mask).
@@ -131,8 +132,12 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     converged or out of post steps) is left untouched while the others go on, and with
     `eos_early_stop` a row stops for good once it has written an EOS / end-of-turn token with
     everything before it decided (checked every step; for editing rules when the block is done,
-    as LLaDA2.1 does). A row's result never depends on what else is in the batch."""
+    as LLaDA2.1 does). A row's result never depends on what else is in the batch.
+
+    `controls`: labkit.control hooks (Pin, Infill, Keywords, Ban, ReNoise) in any combination;
+    positions they fix are frozen, and records then carry `pinned` (fixed answer positions)."""
     sampler = sampler if sampler is not None else default_sampler(lm)
+    controls = ctl.check(controls)
     encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale,
                                  penalty_lambda)
     if generator is None:
@@ -153,6 +158,8 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     x, attention = x.to(lm.device), attention.to(lm.device)
     frozen = torch.zeros(B, L, dtype=torch.bool, device=lm.device)
     frozen[:, :P] = True                                # prompt and padding are never touched
+    canvas = ctl.Canvas(lm=lm, prompt_len=P, gen_length=gen_length)
+    ctl.setup(controls, x, frozen, canvas)              # pins, templates, re-noised text
     attention_mask = attention if (attention == 0).any() else None
     model = _model_fn(lm, attention_mask, frozen & attention.bool(), cfg_scale, penalty_lambda)
     if trace is not None:
@@ -177,11 +184,25 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
                                 steps=budget, global_step=global_step, mask_id=lm.mask_id,
                                 stop_ids=lm.stop_ids)
             full = ~state.masked.any(-1)                                 # (B,)
-            live = ~done & (~full | ((post < max_post) & ~converged))
+            editable = (~frozen[:, s:e]).any(-1)                         # a fully pinned block is skipped
+            live = ~done & editable & (~full | ((post < max_post) & ~converged))
             if not live.any():
                 break
             t0 = time.perf_counter()
-            rec = _only_rows(sampler.step(model(x), state, generator), live, x)
+            logits = model(x)
+            if controls:
+                before = x
+                x, frozen = ctl.apply(controls, logits, x, frozen, live, canvas)
+                state = replace(state, x=x, frozen=frozen)
+            rec = sampler.step(logits, state, generator)
+            if controls:
+                tokens = torch.where(frozen, x, ctl.fix(controls, rec.tokens, logits, x, canvas))
+                placed = x != before
+                rec = replace(rec, tokens=tokens, committed=(rec.committed & (tokens != x)) | placed,
+                              edited=rec.edited & (tokens != x))
+            rec = _only_rows(rec, live, x)
+            if controls:
+                rec = replace(rec, pinned=frozen & (torch.arange(L, device=x.device) >= P))
             if x.device.type == "cuda":
                 torch.cuda.synchronize(x.device)
             rec = StepRecord(**{**rec.__dict__, "seconds": time.perf_counter() - t0, "active": live})
@@ -222,7 +243,7 @@ def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int) -> t
 def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] | None = None,
              gen_length: int = 64, block_length: int = 32, steps: int = 64, cfg_scale: float = 0.0,
              eos_early_stop: bool = False, penalty_lambda: float = 0.0,
-             generator: torch.Generator | None = None, seed: int | None = None) -> Output:
+             generator: torch.Generator | None = None, seed: int | None = None, controls=()) -> Output:
     """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS.
     stats: nfe (forward passes of the batch), gen_tokens (decided answer tokens, all rows),
     row_nfe (forward passes summed over rows: each row counts the steps it took part in),
@@ -233,7 +254,8 @@ def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] 
     t0 = time.perf_counter()
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
                  eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
-    for rec in stream(lm, prompt, sampler, trace=trace, generator=generator, seed=seed, **knobs):
+    for rec in stream(lm, prompt, sampler, trace=trace, generator=generator, seed=seed, controls=controls,
+                      **knobs):
         if on_step is not None:
             on_step(rec)
     seconds = time.perf_counter() - t0
@@ -241,7 +263,8 @@ def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] 
     P = trace.prompt_len
     texts = [lm.decode(_until_stop(row[P:].tolist(), lm.stop_ids)) for row in final]
     gen_tokens = int((final[:, P:] != lm.mask_id).sum())
-    trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=final.shape[0])
+    trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=final.shape[0],
+                      controls=[repr(c) for c in ctl.check(controls)])
     row_nfe = int(trace.row_nfe().sum())
     stats = {"nfe": trace.nfe, "gen_tokens": gen_tokens, "row_nfe": row_nfe,
              "tpf": round(gen_tokens / max(1, row_nfe), 4),

@@ -26,7 +26,8 @@ class Trace:
             candidates=rec.candidates.to("cpu", torch.int32),
             confidence=rec.confidence.to("cpu", torch.float16),
             committed=rec.committed.cpu(), edited=rec.edited.cpu(), seconds=rec.seconds,
-            active=None if rec.active is None else rec.active.cpu()))
+            active=None if rec.active is None else rec.active.cpu(),
+            pinned=None if rec.pinned is None else rec.pinned.cpu()))
 
     def __len__(self) -> int:
         return len(self.records)
@@ -70,6 +71,11 @@ class Trace:
     def row_nfe(self) -> torch.Tensor:
         """(B,) long: forward passes each row took part in (rows of a batch finish independently)."""
         return self.active().sum(0)
+
+    def pinned(self) -> torch.Tensor | None:  # (S, B, L) bool: fixed by controls; None without controls
+        if not self.records or self.records[0].pinned is None:
+            return None
+        return self._stack("pinned")
 
     def masked(self) -> torch.Tensor:        # (S, B, L) bool: still a mask after each step
         return self.tokens() == self.mask_id

@@ -20,15 +20,16 @@ from pathlib import Path
 import numpy as np
 
 KINDS = ("state", "confidence", "commit_step", "edits")
-MASKED, NEW, EARLIER, EDITED = 0, 1, 2, 3
-STATE_NAMES = ("masked", "committed now", "committed earlier", "edited now")
-STATE_COLORS = ("#e5e7eb", "#f59e0b", "#3b82f6", "#c026d3")
+MASKED, NEW, EARLIER, EDITED, PINNED = 0, 1, 2, 3, 4
+STATE_NAMES = ("masked", "committed now", "committed earlier", "edited now", "pinned")
+STATE_COLORS = ("#e5e7eb", "#f59e0b", "#3b82f6", "#c026d3", "#059669")
 MASK_GLYPH = "▢"
 
 _CSS = ("<style>.lk-grid{font-family:ui-monospace,monospace;white-space:pre-wrap;line-height:1.9}"
         ".lk-grid span{border-radius:3px;padding:0 1px}"
         ".lk-m{color:#9ca3af;background:#f3f4f6}.lk-r{background:#fecaca}.lk-o{background:#fed7aa}"
         ".lk-g{background:#bbf7d0}.lk-b{background:#dbeafe}.lk-e{outline:2px solid #c026d3}"
+        ".lk-p{background:#d1fae5;outline:2px solid #059669}"
         ".lk-n{color:#6b7280;user-select:none}"
         ".lk-stats{border-collapse:collapse;font-family:sans-serif;font-size:13px}"
         ".lk-stats td,.lk-stats th{border:1px solid #ddd;padding:2px 8px;text-align:left}</style>")
@@ -68,8 +69,12 @@ def _gen(t, trace, row) -> np.ndarray:
 
 
 def _state(trace, row) -> np.ndarray:
-    """(S, N) int8: MASKED, NEW (committed at this step), EARLIER (written before), EDITED."""
+    """(S, N) int8: MASKED, NEW (committed at this step), EARLIER (written before), EDITED,
+    PINNED (fixed by a control: Pin, Infill, ReNoise's kept text, a placed or written keyword)."""
     s = np.full(_gen(trace.tokens(), trace, row).shape, EARLIER, dtype=np.int8)
+    pinned = trace.pinned()
+    if pinned is not None:
+        s[_gen(pinned, trace, row)] = PINNED
     s[_gen(trace.masked(), trace, row)] = MASKED
     s[_gen(trace.committed(), trace, row)] = NEW
     s[_gen(trace.edits(), trace, row)] = EDITED
@@ -108,7 +113,7 @@ def _matrix(trace, kind, row) -> np.ndarray:
 def _categories(trace, kind, row) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(names, colours) for categorical kinds, None for continuous ones."""
     if kind == "state":
-        n = 4 if _has_edits(trace, row) else 3
+        n = 5 if trace.pinned() is not None else 4 if _has_edits(trace, row) else 3
         return STATE_NAMES[:n], STATE_COLORS[:n]
     if kind == "edits":
         return ("unchanged", "edited"), ("#f3f4f6", STATE_COLORS[EDITED])
@@ -302,7 +307,9 @@ def _rows(trace, lm, row) -> dict:
     """One row's generated region as (S, N) numpy arrays, plus raw token strings by id."""
     toks = _gen(trace.tokens(), trace, row)
     uniq = np.unique(toks)
+    pinned = trace.pinned()
     return dict(toks=toks, conf=_gen(trace.confidence(), trace, row).astype(np.float32),
+                pinned=np.zeros(toks.shape, bool) if pinned is None else _gen(pinned, trace, row),
                 new=_gen(trace.committed(), trace, row), edit=_gen(trace.edits(), trace, row),
                 strings=dict(zip(uniq.tolist(), lm.token_strings(uniq.tolist()))))
 
@@ -310,12 +317,13 @@ def _rows(trace, lm, row) -> dict:
 def _spans(a: dict, s: int, mask_id: int, breaks: bool = True) -> str:
     """Step s's canvas as inline spans; newlines as ↵ (followed by <br> when `breaks`)."""
     out = []
-    for tok, c, new, edit in zip(a["toks"][s].tolist(), a["conf"][s], a["new"][s], a["edit"][s]):
+    for tok, c, new, edit, pin in zip(a["toks"][s].tolist(), a["conf"][s], a["new"][s], a["edit"][s],
+                                      a["pinned"][s]):
         if tok == mask_id:
             out.append(f'<span class="lk-m">{MASK_GLYPH}</span>')
             continue
         raw = a["strings"][tok]
-        cls = (_conf_class(c) + (" lk-e" if edit else "")) if new or edit else "lk-b"
+        cls = (_conf_class(c) + (" lk-e" if edit else "")) if new or edit else "lk-p" if pin else "lk-b"
         tip = f' title="conf {c:.2f}"' if new or edit else ""
         text = html.escape(raw).replace("\n", "↵")
         out.append(f'<span class="{cls}"{tip}>{text}</span>')
@@ -327,7 +335,7 @@ def _spans(a: dict, s: int, mask_id: int, breaks: bool = True) -> str:
 def token_grid(trace, lm, step: int | None = None, row: int = 0) -> str:
     """HTML: the canvas after `step` (default: the last). Masks are grey ▢, tokens committed at
     this step are coloured by confidence (red < 0.3, orange < 0.7, green), earlier ones blue,
-    edited ones outlined; hover a new token for its confidence."""
+    edited ones outlined, pinned ones green with an outline; hover a new token for its confidence."""
     _check(trace, row)
     S = len(trace)
     step = S - 1 if step is None else step

@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from . import viz
+from .control import Keywords
 from .decode import generate
 from .samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
 
@@ -112,7 +113,7 @@ class Lab:
 
     def __init__(self, lm, prompt: str = "ROMEO:\nBut soft, what light", *, sampler: str = "low_confidence",
                  gen_length: int = 64, block_length: int = 32, steps: int = 64, temperature: float = 0.0,
-                 threshold: float = 0.9, editing_threshold: float = 0.5, seed: int = 0,
+                 threshold: float = 0.9, editing_threshold: float = 0.5, seed: int = 0, keywords: str = "",
                  views: tuple[str, ...] = VIEWS, run: bool = True):
         import ipywidgets as w
         self.lm = lm
@@ -137,9 +138,8 @@ class Lab:
                                                description="editing_threshold", **sl)
         self.factor = w.FloatSlider(1.0, min=0.1, max=4.0, step=0.1, description="factor", **sl)
         self.entropy_bound = w.FloatSlider(0.1, min=0.01, max=2.0, step=0.01, description="entropy_bound", **sl)
-        # Keyword constraints arrive with labkit.control; until then the box stays hidden.
-        self.keywords = w.Text(description="keywords", placeholder="crown, night, sword",
-                               layout=w.Layout(display="none"))
+        self.keywords = w.Text(keywords, description="keywords", placeholder="crown, night, sword",
+                               style=sl["style"], layout=w.Layout(width="340px"))
         self.seed = w.IntText(seed, description="seed", style=sl["style"], layout=w.Layout(width="220px"))
         self.generate_button = w.Button(description="Generate", button_style="primary", icon="play")
         self.scrubber = _Scrubber(self.show_step)
@@ -182,6 +182,15 @@ class Lab:
                          threshold=self.threshold.value, editing_threshold=self.editing_threshold.value,
                          factor=self.factor.value, entropy_bound=self.entropy_bound.value)
 
+    def controls(self) -> list:
+        """The keyword box as a Keywords control: comma-separated words, each must appear."""
+        words = [k.strip() for k in self.keywords.value.split(",")]
+        if not any(words):
+            return []
+        if not all(words):
+            raise ValueError(f"keywords: empty keyword in {self.keywords.value!r}; separate words with commas")
+        return [Keywords(words)]
+
     def settings(self) -> dict:
         return dict(gen_length=self.gen_length.value, block_length=self.block_length.value,
                     steps=self.steps.value, seed=self.seed.value)
@@ -202,7 +211,7 @@ class Lab:
         knobs shows its message in the panel and keeps the last good run on screen."""
         t0 = time.perf_counter()
         try:
-            out = generate(self.lm, self.prompt.value, self.rule(), **self.settings())
+            out = generate(self.lm, self.prompt.value, self.rule(), controls=self.controls(), **self.settings())
         except ValueError as e:
             self.error = _report(self.message, str(e))
             return None

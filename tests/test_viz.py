@@ -70,7 +70,7 @@ def test_state_matrix_exact():
     fig = viz.heatmap(t, FakeLM(), "state", row=0)
     z = np.asarray(fig.data[0].z)
     assert z.tolist() == STATE_ROW0
-    assert list(fig.data[0].colorbar.ticktext) == list(viz.STATE_NAMES)     # edits → 4 categories
+    assert list(fig.data[0].colorbar.ticktext) == list(viz.STATE_NAMES[:4])  # edits → 4 categories (5 with pins)
     assert fig.data[0].zmin == -0.5 and fig.data[0].zmax == 3.5
     # hover text: escaped token strings, masks as the glyph, newlines as ↵
     text = np.asarray(fig.data[0].text)

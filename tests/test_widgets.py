@@ -89,8 +89,16 @@ def test_bad_knobs_show_a_message_and_keep_the_last_run(lab):
     assert lab.error == "" and lab.message.value == ""
 
 
-def test_keyword_box_is_hidden_until_controls_exist(lab):
-    assert lab.keywords.layout.display == "none"
+def test_keyword_box_steers_the_run_and_shows_pins(lab):
+    from labkit.control import contains_word
+    lab.keywords.value = "crown, night"
+    lab.generate_button.click()
+    assert lab.error == "" and all(contains_word(lab.out.text, w) for w in ("crown", "night"))
+    assert "pinned" in lab.figures["state"]["data"][0]["colorbar"]["ticktext"]
+    assert (_z(lab.figures["state"]) == lk.viz.PINNED).any()
+    lab.keywords.value = "crown, , night"
+    lab.generate_button.click()
+    assert "empty keyword" in lab.error and lab.out.trace.meta["controls"]
 
 
 def test_causal_models_offer_autoregressive_only_where_it_works(toy):

@@ -47,6 +47,8 @@ class StepRecord:
     seconds: float = float("nan")   # wall time of the step, when a timer filled it in
     active: Tensor | None = None    # (B,) bool: rows the step applied to (the loop fills it in;
                                     # finished rows are carried along unchanged)
+    pinned: Tensor | None = None    # (B, L) bool: answer positions fixed by controls after this step
+                                    # (None when the run has no controls)
 
 
 class Sampler(Protocol):
