@@ -73,7 +73,7 @@ RECIPES = {
     "tiny-ar": TrainConfig(objective="ar"),
     "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
     # self-distilled on tiny's own greedy answers to 512 training prompts, with CAP and T2T noise
-    "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=1200, lr=5e-4, warmup=50,
+    "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=2000, lr=5e-4, warmup=50,
                             cap_weight=0.5, edit_prob=0.1, distill=512),
 }
 
