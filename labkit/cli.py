@@ -24,7 +24,7 @@ def _generate(a) -> int:
     t0 = time.perf_counter()
     out = generate(lm, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
                    steps=a.steps, cfg_scale=a.cfg_scale, seed=a.seed, eos_early_stop=a.eos_early_stop,
-                   penalty_lambda=a.penalty_lambda)
+                   penalty_lambda=a.penalty_lambda, controls=_controls(a))
     seconds = time.perf_counter() - t0
     print(prompt + out.text)
     print(f"--- NFE {out.stats['nfe']} · {out.stats['gen_tokens']} tokens · "
@@ -36,6 +36,22 @@ def _generate(a) -> int:
     if a.trace:
         print(f"trace written to {out.trace.save(a.trace)}", file=sys.stderr)
     return 0
+
+
+def _controls(a) -> list:
+    from .control import Ban, Keywords, Pin
+
+    controls = []
+    if a.keywords:
+        controls.append(Keywords([w.strip() for w in a.keywords.split(",")]))
+    if a.ban:
+        controls.append(Ban([w.strip() for w in a.ban.split(",")]))
+    for spec in a.pin or []:
+        offset, sep, text = spec.partition(":")
+        if not sep or not offset.strip().isdigit():
+            raise ValueError(f"--pin takes OFFSET:TEXT (a token offset of the answer, then the text), got {spec!r}")
+        controls.append(Pin(int(offset), text))
+    return controls
 
 
 SAMPLERS = ("low_confidence", "threshold", "factor", "entropy_bound", "speed", "quality", "autoregressive")
@@ -64,7 +80,31 @@ def _sampler(a, lm):
 
 
 def _bench(a) -> int:
-    return {"panel": _bench_panel, "controls": _bench_controls}.get(a.what, _bench_samplers)(a)
+    return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead}.get(
+        a.what, _bench_samplers)(a)
+
+
+def _bench_overhead(a) -> int:
+    from pathlib import Path
+
+    from .bench_profile import bench_overhead
+
+    r = bench_overhead(_load(a), repeats=a.repeats, gen_length=a.gen_length or 128)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "overhead.json").write_text(json.dumps(r, indent=1))
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    print(f"== labkit overhead, {r['model']} on {r['device']}, gen_length {r['gen_length']}, {r['nfe']} forward "
+          f"passes, median of {r['repeats']} interleaved runs")
+    print(f"generate() {r['full_s']:.3f} s | stream() without trace {r['no_trace_s']:.3f} s | "
+          f"bare forwards {r['bare_forward_s']:.3f} s")
+    print(f"labkit_overhead_ratio {r['labkit_overhead_ratio']:.3f} ({100 * r['overhead_share']:.1f}% of the wall "
+          f"time outside the model; target <= 5%) | trace_overhead_ratio {r['trace_overhead_ratio']:.3f} "
+          f"(target <= 1.10)")
+    print(f"written: {out / 'overhead.json'}")
+    return 0
 
 
 def _bench_controls(a) -> int:
@@ -76,7 +116,7 @@ def _bench_controls(a) -> int:
     lm, ar = _load(a), load(a.ar_model, device=a.device)
     a.gen_length = a.gen_length or 64
     triples = parse_keywords(a.keywords) if a.keywords else keyword_triples(a.triples, seed=a.seed)
-    methods = a.methods or ["boost", "place", "boost_only"]
+    methods = a.methods or ["place", "boost", "boost_only"]
     runs, free = {}, None
     for m in methods:
         runs[m] = bench_keywords(lm, ar, triples, method=m, samples=a.samples, gen_length=a.gen_length,
@@ -239,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--penalty-lambda", type=float, default=0.0, help="anti-stutter penalty (SGLang)")
     g.add_argument("--cfg-scale", type=float, default=0.0)
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--keywords", metavar="A,B", help="words that must appear (labkit.control.Keywords)")
+    g.add_argument("--ban", metavar="A,B", help="words that must not appear (labkit.control.Ban)")
+    g.add_argument("--pin", action="append", metavar="OFFSET:TEXT", help="fixed text at a token offset "
+                   "of the answer (repeatable)")
     g.add_argument("--html", help="write the step-through view to this HTML file")
     g.add_argument("--trace", help="save the trace (.npz) to this path")
     g.set_defaults(fn=_generate)
@@ -259,9 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_train)
 
     b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
-    b.add_argument("what", choices=["samplers", "panel", "controls"],
+    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead"],
                    help="samplers: the speed-quality table; panel: the lab panel's regenerate latency; "
-                        "controls: keyword hit rates, infill and re-noise")
+                        "controls: keyword hit rates, infill and re-noise; overhead: labkit's cost around "
+                        "the forward passes")
     _model_args(b)
     b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
                    "(e.g. tiny-cap)")
@@ -274,13 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="benchmarks/results", help="folder for samplers.json and the plot")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quiet", action="store_true", help="no per-sampler progress lines")
-    b.add_argument("--repeats", type=int, default=5, help="panel: Generate presses to time (default 5)")
+    b.add_argument("--repeats", type=int, default=5, help="panel, overhead: runs to time (default 5)")
     b.add_argument("--keywords", action="append", metavar="A,B,C",
                    help="controls: a keyword set to test instead of the built-in triples (repeatable)")
     b.add_argument("--triples", type=int, default=30, help="controls: built-in keyword triples (default 30)")
     b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
     b.add_argument("--methods", nargs="*", help="controls: keyword methods to compare, the first one "
-                   "reported at the top (default: boost place boost_only)")
+                   "reported at the top (default: place boost boost_only)")
     b.set_defaults(fn=_bench)
     return p
 

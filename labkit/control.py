@@ -21,13 +21,17 @@ One rule holds for all of them: no end-of-text token is written before the last 
 position, so a decoded answer never stops short of text the user fixed.
 
 Keyword methods (`Keywords(method=...)`), compared in notebooks/06_controls.ipynb:
-- "boost" (default): every step adds `strength * min(1, progress / deadline)` to the logits of each
-  missing keyword's first token at masked positions (progress = share of the answer decided), and
-  the next token of a keyword already begun. A keyword the model has not written by the deadline
-  is placed at the free span where the model finds it most likely (sum of log-probabilities of its
-  tokens there, at that step's logits), so every keyword appears when it fits at all.
-- "place": the same placement at the first step, then the model writes around the keywords.
+- "place" (default): at the first steps, each keyword is placed at the free span where the model
+  finds it most likely (sum of log-probabilities of its tokens there, at that step's logits), one
+  word per step so the next placement sees the last; then the model writes around them.
+- "boost": every step adds `strength * min(1, progress / deadline)` to the logits of each missing
+  keyword's first token at masked positions (progress = share of the answer decided), and to the
+  next token of a keyword already begun; a keyword still missing at the deadline is placed as above.
 - "boost_only": boosting without placement (no guarantee; for comparison).
+Either placing method makes every keyword appear when it fits at all. Measured by `labkit bench
+controls` (30 triples x 4 samples, tiny): both land all three words in every sample; gen-PPL is
+1.34x that of unconstrained samples with "place" and 1.53x with "boost", whose late placements
+land in whatever span is left.
 Keyword tokens the model writes itself, and placed ones, are frozen: edits never touch them.
 """
 from __future__ import annotations
@@ -38,7 +42,7 @@ from dataclasses import dataclass
 
 import torch
 
-KEYWORD_METHODS = ("boost", "place", "boost_only")
+KEYWORD_METHODS = ("place", "boost", "boost_only")
 GAP = re.compile(r"_{3,}(?:\{(\d+)\})?")      # "___" or "___{n}"
 
 
@@ -315,7 +319,7 @@ def contains_word(text: str, word: str) -> bool:
 class Keywords(Control):
     """Every word in `words` appears in the answer, where it fits best (see the module docstring)."""
     words: tuple
-    method: str = "boost"
+    method: str = "place"
     strength: float = 4.0            # logit boost at the deadline (boost, boost_only)
     deadline: float = 0.5            # share of the answer decided by which missing words are placed
 
@@ -432,7 +436,10 @@ class Ban(Control):
             object.__setattr__(self, "words", _check_words(self.words, "Ban"))
 
     def _seqs(self, lm) -> list[list[int]]:
-        return [v for w in self.words for v in variants(lm, w)] + [lm.encode(w.strip()) for w in self.words]
+        """Every way to write a banned word: with and without a leading space, in three casings."""
+        forms = {lead + f for w in self.words for f in (w.strip(), w.strip().lower(), w.strip().capitalize())
+                 for lead in ("", " ")}
+        return [lm.encode(f) for f in sorted(forms)]
 
     def bias(self, logits, x, frozen, canvas):
         if self.eos:

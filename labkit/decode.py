@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 import torch
+from torch.profiler import record_function
 
 from . import control as ctl
 from .samplers.autoregressive import Autoregressive
@@ -189,14 +190,19 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
             if not live.any():
                 break
             t0 = time.perf_counter()
-            logits = model(x)
+            with record_function("labkit.forward"):
+                logits = model(x)
             if controls:
                 before = x
-                x, frozen = ctl.apply(controls, logits, x, frozen, live, canvas)
+                with record_function("labkit.controls"):
+                    x, frozen = ctl.apply(controls, logits, x, frozen, live, canvas)
                 state = replace(state, x=x, frozen=frozen)
-            rec = sampler.step(logits, state, generator)
+            with record_function("labkit.rule"):
+                rec = sampler.step(logits, state, generator)
             if controls:
-                tokens = torch.where(frozen, x, ctl.fix(controls, rec.tokens, logits, x, canvas))
+                with record_function("labkit.controls"):
+                    fixed = ctl.fix(controls, rec.tokens, logits, x, canvas)
+                tokens = torch.where(frozen, x, fixed)
                 placed = x != before
                 rec = replace(rec, tokens=tokens, committed=(rec.committed & (tokens != x)) | placed,
                               edited=rec.edited & (tokens != x))
@@ -213,7 +219,8 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
             if eos_early_stop and stop_ids.numel() and not max_post:
                 done |= _stopped(x, P, stop_ids, lm.mask_id)
             if trace is not None:
-                trace.append(rec)
+                with record_function("labkit.record"):
+                    trace.append(rec)
             global_step += 1
             yield rec
         if eos_early_stop and stop_ids.numel() and max_post:

@@ -107,3 +107,32 @@ def test_bench_suite_has_every_sampler_the_issue_names():
     assert set(suite) == names
     assert [suite[f"low_confidence_{k}tok"][1] for k in (1, 2, 4)] == [128, 64, 32]
     assert suite["draft_edit_speed_mbe"][0].mbe_blocks == 1 and suite["draft_edit_speed"][0].mbe_blocks == 0
+
+
+def test_generate_with_keywords_pin_and_ban(capsys):
+    assert main(["generate", "--gen-length", "32", "--block-length", "32", "--steps", "32", "--keywords",
+                 "crown,night", "--pin", "20: the sword", "--ban", "lord", "ROMEO:"]) == 0
+    from labkit.control import contains_word
+    text = capsys.readouterr().out[len("ROMEO:\n"):]
+    assert contains_word(text, "crown") and contains_word(text, "night") and " the sword" in text
+    assert not contains_word(text, "lord")
+
+
+@pytest.mark.parametrize("args, word", [
+    (["generate", "--pin", "x", "ROMEO:"], "--pin takes OFFSET:TEXT"),
+    (["generate", "--keywords", "crown,,night", "ROMEO:"], "empty keyword"),
+    (["bench", "controls", "--keywords", "crown", "--samples", "1"], "at least two"),
+])
+def test_control_options_reject_bad_input(args, word, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert word in err and err.count("\n") == 1
+
+
+def test_bench_controls_json_with_given_keywords(tmp_path, capsys):
+    assert main(["bench", "controls", "--keywords", "crown,night,sword", "--keywords", "king,sea,island",
+                 "--samples", "2", "--methods", "place", "--gen-length", "32", "--json", "--out", str(tmp_path)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["triples"] == 2 and result["samples"] == 4 and result["method"] == "place"
+    assert result["hit_all_3"] == 1.0 and result["hit_at_least_2"] == 1.0 and result["gen_ppl_ratio"] > 0
+    assert set(result["methods"]) == {"place"} and not (tmp_path / "controls.json").exists()

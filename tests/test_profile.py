@@ -1,0 +1,84 @@
+"""labkit.profile: the step timer agrees with the trace, memory is measured, the profiler trace has
+the loop's spans, and observe() always removes its hooks."""
+import json
+
+import pytest
+import torch
+
+import labkit as lk
+from labkit.profile import StepTimer, observe, peak_memory, profile_generate
+
+KNOBS = dict(gen_length=16, block_length=8, steps=16)
+
+
+def test_timer_nfe_equals_trace_length_and_counts_tokens(toy):
+    timer = StepTimer()
+    out = lk.generate(toy, ["ROMEO:\n", "KING:\n"], lk.Threshold(threshold=0.5), on_step=timer, **KNOBS)
+    s = timer.summary()
+    assert s["nfe"] == len(out.trace) == timer.nfe
+    assert s["tokens"] == out.stats["gen_tokens"] == 32
+    assert s["seconds"] > 0 and s["step_ms_median"] > 0 and s["step_ms_p90"] >= s["step_ms_median"]
+    assert s["ttft_s"] is not None and s["ttft_s"] <= s["seconds"]
+    assert len(timer.step_seconds()) == s["nfe"]
+
+
+def test_timer_without_steps_says_how_to_use_it():
+    with pytest.raises(ValueError, match="on_step=timer"):
+        StepTimer().summary()
+
+
+def test_peak_memory_sees_a_large_allocation():
+    with peak_memory("cpu") as mem:
+        big = torch.ones(64 * 1024 * 1024 // 4)            # 64 MiB, touched
+        del big
+    assert mem["kind"] == "rss" and mem["peak_bytes"] > 64 * 1024 * 1024
+
+
+def test_profiler_trace_has_the_loop_spans(toy, tmp_path):
+    path = profile_generate(toy, "ROMEO:\n", tmp_path / "t.json", controls=[lk.Pin(2, " the")], **KNOBS)
+    names = {e.get("name") for e in json.loads(path.read_text())["traceEvents"]}
+    assert {"labkit.forward", "labkit.rule", "labkit.controls", "labkit.record"} <= names
+
+
+def test_observe_collects_and_removes_hooks(toy):
+    name = next(n for n, m in toy.net.named_modules() if n and not list(m.children()))
+    module = dict(toy.net.named_modules())[name]
+    with observe(toy, [name], "shapes") as obs:
+        lk.generate(toy, "ROMEO:\n", **KNOBS)
+    assert len(obs.shapes[name]) == 16 and all(len(s) >= 2 for s in obs.shapes[name])
+    assert not module._forward_hooks and not module._forward_pre_hooks
+    with observe(toy, name, "timings") as obs:
+        lk.generate(toy, "ROMEO:\n", **KNOBS)
+    assert len(obs.timings[name]) == 16 and min(obs.timings[name]) >= 0
+
+
+def test_observe_removes_hooks_when_the_block_raises(toy):
+    name = next(n for n, _ in toy.net.named_modules() if n)
+    module = dict(toy.net.named_modules())[name]
+    with pytest.raises(ValueError, match="gen_length"):
+        with observe(toy, [name], "activations"):
+            lk.generate(toy, "ROMEO:\n", gen_length=15, block_length=8, steps=16)
+    assert not module._forward_hooks and not module._forward_pre_hooks
+
+
+def test_observe_rejects_unknown_names_and_kinds(toy):
+    with pytest.raises(ValueError, match="no submodule named"):
+        with observe(toy, ["net.nope"]):
+            pass
+    with pytest.raises(ValueError, match="what must be one of"):
+        with observe(toy, [], "gradients"):
+            pass
+
+
+def test_bench_overhead_reports_the_ratios(toy, tmp_path, capsys):
+    from labkit.bench_profile import bench_overhead
+    r = bench_overhead(toy, repeats=1, gen_length=16, block_length=8)
+    assert r["nfe"] == 16 and r["repeats"] == 1
+    assert r["labkit_overhead_ratio"] == pytest.approx(r["full_s"] / r["bare_forward_s"], rel=1e-2)
+    assert r["trace_overhead_ratio"] == pytest.approx(r["full_s"] / r["no_trace_s"], rel=1e-2)
+    with pytest.raises(ValueError, match="repeats must be a positive integer"):
+        bench_overhead(toy, repeats=0)
+    from labkit.cli import main
+    assert main(["bench", "overhead", "--repeats", "1", "--gen-length", "32", "--json", "--out", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"labkit_overhead_ratio", "trace_overhead_ratio"} <= set(out) and (tmp_path / "overhead.json").is_file()
