@@ -59,4 +59,118 @@ def bench_overhead(lm, *, repeats: int = 5, gen_length: int = 128, block_length:
             "trace_overhead_ratio": round(f / u, 4)}
 
 
-__all__ = ["bench_overhead"]
+
+
+
+def _is_oom(e: BaseException) -> bool:
+    return isinstance(e, torch.OutOfMemoryError) or (
+        isinstance(e, RuntimeError) and ("out of memory" in str(e) or "can't allocate memory" in str(e)))
+
+
+def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batch: int = 4096,
+                gen_length: int = 64, block_length: int = 32, log=None) -> dict:
+    """Batch sweep: greedy low-confidence decoding of `b` held-out prompts at once (one token per
+    step, gen_length steps), for each b in `sizes`, then (with `beyond`, default on a GPU) doubling
+    until memory runs out or `max_batch`. Running out of memory ends the sweep with a message in
+    `stopped`; it is never raised. Per size: ms per step, tokens/s, peak memory."""
+    from .evaluate import sample_prompts
+    from .profile import peak_memory
+
+    sizes = list(sizes)
+    if not sizes or any(not isinstance(b, int) or b < 1 for b in sizes):
+        raise ValueError(f"sizes must be positive integers, got {sizes!r}")
+    beyond = lm.device.type == "cuda" if beyond is None else beyond
+    rows, stopped, b_i = [], None, 0
+    knobs = dict(gen_length=gen_length, block_length=block_length, steps=gen_length)
+    generate(lm, "ROMEO:\n", LowConfidence(), **knobs)                   # warm-up
+    while True:
+        if b_i < len(sizes):
+            b = sizes[b_i]
+        elif beyond and rows and rows[-1]["batch"] * 2 <= max_batch:
+            b = rows[-1]["batch"] * 2
+        else:
+            break
+        b_i += 1
+        prompts = (sample_prompts(64) * (b // 64 + 1))[:b]
+        try:
+            with peak_memory(lm.device) as mem:
+                out = generate(lm, prompts, LowConfidence(), **knobs)
+        except Exception as e:            # noqa: BLE001 - only out-of-memory is swallowed
+            if not _is_oom(e):
+                raise
+            if lm.device.type == "cuda":
+                torch.cuda.empty_cache()
+            stopped = f"batch {b}: out of memory ({type(e).__name__}); the sweep stops here"
+            break
+        s = out.stats
+        row = {"batch": b, "nfe": s["nfe"], "seconds": s["seconds"],
+               "ms_per_step": round(1000 * s["seconds"] / s["nfe"], 3), "tokens_per_s": s["tps"],
+               "peak_bytes": mem["peak_bytes"], "memory_kind": mem["kind"]}
+        rows.append(row)
+        if log:
+            log(f"batch {b:>5}: {row['ms_per_step']:.1f} ms/step, {row['tokens_per_s']:.0f} tok/s, "
+                f"peak {row['peak_bytes'] / 2**20:.0f} MiB ({row['memory_kind']})")
+    return {"model": lm.name, "device": str(lm.device), "gen_length": gen_length, "rows": rows, "stopped": stopped}
+
+
+def bench_length(lm, ar, *, lengths=(32, 64, 128, 256, 512), fixed_steps: int = 32, threshold: float = 0.9,
+                 prompt: str = PROMPT, log=None) -> dict:
+    """The AR-vs-diffusion study: for each answer length L (4 blocks of L / 4), forward passes,
+    wall time and tokens/s of (a) the AR twin, one token per forward; (b) diffusion with a fixed
+    number of steps (`fixed_steps`, the same for every L); (c) threshold decoding (τ `threshold`).
+    Lengths that do not fit a model's context are listed in `skipped`, not run."""
+    from .samplers import Autoregressive, Threshold
+
+    rows, skipped = [], []
+    for L in lengths:
+        fits = all(m.max_length is None or len(m.encode(prompt)) + L <= m.max_length for m in (lm, ar))
+        if not fits or L % 4 or fixed_steps % 4 or fixed_steps > L:
+            skipped.append(L)
+            continue
+        block = L // 4
+        runs = {"ar": (ar, Autoregressive(), L), "diffusion_fixed": (lm, LowConfidence(), fixed_steps),
+                "diffusion_threshold": (lm, Threshold(threshold=threshold), L)}
+        row = {"length": L}
+        for name, (model, rule, steps) in runs.items():
+            generate(model, prompt, rule, gen_length=L, block_length=block, steps=steps)   # warm-up
+            out = generate(model, prompt, rule, gen_length=L, block_length=block, steps=steps)
+            row[name] = {"nfe": out.stats["nfe"], "seconds": out.stats["seconds"], "tps": out.stats["tps"],
+                         "ms_per_forward": round(1000 * out.stats["seconds"] / out.stats["nfe"], 3)}
+        rows.append(row)
+        if log:
+            log(f"L {L:>4}: " + " | ".join(f"{k} NFE {v['nfe']} {v['seconds']:.2f} s" for k, v in row.items()
+                                           if k != "length"))
+    return {"model": lm.name, "ar_model": ar.name, "fixed_steps": fixed_steps, "threshold": threshold,
+            "rows": rows, "skipped": skipped}
+
+
+def sweep_figure(batch: dict | None = None, length: dict | None = None):
+    """Matplotlib figure: tokens/s against batch size, and forward passes / seconds against length."""
+    import matplotlib.pyplot as plt
+
+    panels = [p for p in (batch, length) if p]
+    fig, axes = plt.subplots(1, len(panels) + (1 if length else 0), figsize=(5 * (len(panels) + bool(length)), 3.8))
+    axes = list(axes) if hasattr(axes, "__len__") else [axes]
+    i = 0
+    if batch:
+        ax = axes[i]
+        i += 1
+        bs = [r["batch"] for r in batch["rows"]]
+        ax.plot(bs, [r["tokens_per_s"] for r in batch["rows"]], "o-")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("tokens / s")
+        ax.set_title(f"batch sweep ({batch['device']})")
+    if length:
+        Ls = [r["length"] for r in length["rows"]]
+        for key, ylabel, ax in (("nfe", "forward passes", axes[i]), ("seconds", "wall time (s)", axes[i + 1])):
+            for name in ("ar", "diffusion_fixed", "diffusion_threshold"):
+                ax.plot(Ls, [r[name][key] for r in length["rows"]], "o-", label=name)
+            ax.set_xlabel("answer length (tokens)")
+            ax.set_ylabel(ylabel)
+            ax.legend(fontsize=8)
+        axes[i].set_title("AR vs diffusion: forward passes")
+        axes[i + 1].set_title("AR vs diffusion: wall time")
+    fig.tight_layout()
+    return fig
+__all__ = ["bench_batch", "bench_length", "bench_overhead", "sweep_figure"]

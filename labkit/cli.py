@@ -80,8 +80,51 @@ def _sampler(a, lm):
 
 
 def _bench(a) -> int:
-    return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead}.get(
-        a.what, _bench_samplers)(a)
+    return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead,
+            "batch": _bench_sweeps, "length": _bench_sweeps}.get(a.what, _bench_samplers)(a)
+
+
+def _bench_sweeps(a) -> int:
+    """batch: the batch sweep; length: the AR-vs-diffusion length study. JSON + a plot each."""
+    from pathlib import Path
+
+    from .bench_profile import bench_batch, bench_length, sweep_figure
+    from .model import load
+
+    lm = _load(a)
+    log = (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
+    if a.what == "batch":
+        r = bench_batch(lm, sizes=a.sizes or (1, 4, 8, 16), gen_length=a.gen_length or 64, log=log)
+        fig = sweep_figure(batch=r)
+    else:
+        r = bench_length(lm, load(a.ar_model, device=a.device), log=log)
+        fig = sweep_figure(length=r)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{a.what}.json").write_text(json.dumps(r, indent=1))
+    fig.savefig(out / f"{a.what}.png", dpi=110)
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    if a.what == "batch":
+        print(f"== batch sweep, {r['model']} on {r['device']}, {r['gen_length']} tokens, one token per step")
+        print(f"{'batch':>6}{'ms/step':>10}{'tokens/s':>10}{'peak MiB':>10}")
+        for row in r["rows"]:
+            print(f"{row['batch']:>6}{row['ms_per_step']:>10.1f}{row['tokens_per_s']:>10.0f}"
+                  f"{row['peak_bytes'] / 2**20:>10.0f}")
+        if r["stopped"]:
+            print(r["stopped"])
+    else:
+        print(f"== AR ({r['ar_model']}) vs diffusion ({r['model']}: {r['fixed_steps']} fixed steps, "
+              f"threshold {r['threshold']}), 4 blocks per answer")
+        print(f"{'length':>7}" + "".join(f"{n + ' NFE':>24}{'s':>7}" for n in ("ar", "diffusion_fixed", "diffusion_threshold")))
+        for row in r["rows"]:
+            print(f"{row['length']:>7}" + "".join(f"{row[n]['nfe']:>24}{row[n]['seconds']:>7.2f}"
+                                                 for n in ("ar", "diffusion_fixed", "diffusion_threshold")))
+        if r["skipped"]:
+            print(f"skipped (longer than a model's context): {r['skipped']}")
+    print(f"written: {out / (a.what + '.json')}, {out / (a.what + '.png')}")
+    return 0
 
 
 def _bench_overhead(a) -> int:
@@ -303,10 +346,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_train)
 
     b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
-    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead"],
+    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead", "batch", "length"],
                    help="samplers: the speed-quality table; panel: the lab panel's regenerate latency; "
                         "controls: keyword hit rates, infill and re-noise; overhead: labkit's cost around "
-                        "the forward passes")
+                        "the forward passes; batch: batch-size sweep; length: AR vs diffusion over answer length")
     _model_args(b)
     b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
                    "(e.g. tiny-cap)")
@@ -322,6 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=5, help="panel, overhead: runs to time (default 5)")
     b.add_argument("--keywords", action="append", metavar="A,B,C",
                    help="controls: a keyword set to test instead of the built-in triples (repeatable)")
+    b.add_argument("--sizes", type=int, nargs="*", help="batch: batch sizes (default 1 4 8 16; on a GPU "
+                   "it goes on doubling until memory runs out)")
     b.add_argument("--triples", type=int, default=30, help="controls: built-in keyword triples (default 30)")
     b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
     b.add_argument("--methods", nargs="*", help="controls: keyword methods to compare, the first one "

@@ -82,3 +82,44 @@ def test_bench_overhead_reports_the_ratios(toy, tmp_path, capsys):
     assert main(["bench", "overhead", "--repeats", "1", "--gen-length", "32", "--json", "--out", str(tmp_path)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {"labkit_overhead_ratio", "trace_overhead_ratio"} <= set(out) and (tmp_path / "overhead.json").is_file()
+
+
+def test_batch_sweep_reports_out_of_memory_instead_of_raising(toy, monkeypatch):
+    from labkit import bench_profile
+    real = bench_profile.generate
+
+    def fake(lm, prompt, *a, **k):
+        if isinstance(prompt, list) and len(prompt) >= 8:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(lm, prompt, *a, **k)
+
+    monkeypatch.setattr(bench_profile, "generate", fake)
+    r = bench_profile.bench_batch(toy, sizes=(1, 4, 8, 16), gen_length=16, block_length=8)
+    assert [row["batch"] for row in r["rows"]] == [1, 4]
+    assert "batch 8: out of memory" in r["stopped"]
+    assert all(row["nfe"] == 16 and row["peak_bytes"] > 0 for row in r["rows"])
+    r = bench_profile.bench_batch(toy, sizes=(1,), beyond=True, max_batch=4, gen_length=16, block_length=8)
+    assert [row["batch"] for row in r["rows"]] == [1, 2, 4] and r["stopped"] is None
+
+
+def test_batch_sweep_raises_other_errors_and_checks_sizes(toy, monkeypatch):
+    from labkit import bench_profile
+    with pytest.raises(ValueError, match="sizes must be positive integers"):
+        bench_profile.bench_batch(toy, sizes=(0,))
+
+    def broken(*a, **k):
+        raise RuntimeError("shape mismatch")
+
+    monkeypatch.setattr(bench_profile, "generate", broken)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        bench_profile.bench_batch(toy, sizes=(1,), gen_length=16, block_length=8)
+
+
+def test_length_study_counts_forwards_and_skips_what_does_not_fit(tiny):
+    from labkit.bench_profile import bench_length
+    ar = lk.load("tiny-ar")
+    r = bench_length(tiny, ar, lengths=(32, 64, 512), fixed_steps=16)
+    assert [row["length"] for row in r["rows"]] == [32, 64] and r["skipped"] == [512]
+    for row in r["rows"]:
+        assert row["ar"]["nfe"] == row["length"] and row["diffusion_fixed"]["nfe"] == 16
+        assert 4 <= row["diffusion_threshold"]["nfe"] <= row["length"]     # >= 1 per block
