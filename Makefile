@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test install notebooks model model-ar model-cap bench-samplers bench-controls bench-panel browser-check clean-venv
+.PHONY: lab test install notebooks model model-ar model-cap bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -69,6 +69,10 @@ bench-samplers: install
 # Keyword control hit rates and gen-PPL ratio (30 triples x 4 samples), infill and re-noise checks.
 bench-controls: install
 	$(BIN)/labkit bench controls --out benchmarks/results
+
+# On a CUDA machine: hooks, overhead and batch sweep on a random LLaDA-8B-shaped model (skips on a CPU).
+gpu-check: install
+	$(BIN)/python benchmarks/gpu_check.py --out benchmarks/results/gpu_check.json
 
 # The lab panel's Generate → re-rendered latency (target ≤ 1.5 s for 64 tokens, 64 steps).
 bench-panel: install

@@ -123,3 +123,28 @@ def test_length_study_counts_forwards_and_skips_what_does_not_fit(tiny):
     for row in r["rows"]:
         assert row["ar"]["nfe"] == row["length"] and row["diffusion_fixed"]["nfe"] == 16
         assert 4 <= row["diffusion_threshold"]["nfe"] <= row["length"]     # >= 1 per block
+
+
+def _gpu_check():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
+    spec = importlib.util.spec_from_file_location("gpu_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):
+    out = tmp_path / "g.json"
+    assert _gpu_check().main(["--shape", "small", "--device", "cpu", "--max-batch", "16", "--out", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["params"] > 0 and r["forward"]["median_ms"] > 0 and r["generate"]["nfe"] == 128
+    assert r["overhead"]["labkit_overhead_ratio"] > 0
+    assert [row["batch"] for row in r["batch"]["rows"]] == [1, 4, 8, 16]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only skip")
+def test_gpu_check_skips_cleanly_without_cuda(tmp_path, capsys):
+    assert _gpu_check().main(["--out", str(tmp_path / "g.json")]) == 0
+    assert "skipped" in json.loads(capsys.readouterr().out) and not (tmp_path / "g.json").exists()
