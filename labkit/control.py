@@ -273,8 +273,13 @@ def _check_words(words, what: str) -> tuple[str, ...]:
 def variants(lm, word: str) -> list[list[int]]:
     """Token sequences that write `word` inside text: with a leading space, lower and capitalised."""
     w = word.strip()
-    forms = dict.fromkeys([" " + w, " " + w[:1].upper() + w[1:], " " + w.lower()])
-    return [lm.encode(f) for f in forms]
+    return _encode_all(lm.tokenizer, tuple(dict.fromkeys([" " + w, " " + w[:1].upper() + w[1:], " " + w.lower()])))
+
+
+@functools.lru_cache(maxsize=512)
+def _encode_all(tokenizer, forms: tuple[str, ...]) -> list[list[int]]:
+    """Token ids of each form, cached: controls ask for them at every step."""
+    return [tokenizer(f, add_special_tokens=False)["input_ids"] for f in forms]
 
 
 def _occurs(x: torch.Tensor, seq: list[int], lo: int, hi: int, glue: torch.Tensor | None = None) -> torch.Tensor:
@@ -439,7 +444,7 @@ class Ban(Control):
         """Every way to write a banned word: with and without a leading space, in three casings."""
         forms = {lead + f for w in self.words for f in (w.strip(), w.strip().lower(), w.strip().capitalize())
                  for lead in ("", " ")}
-        return [lm.encode(f) for f in sorted(forms)]
+        return _encode_all(lm.tokenizer, tuple(sorted(forms)))
 
     def bias(self, logits, x, frozen, canvas):
         if self.eos:
