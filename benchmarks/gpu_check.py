@@ -9,7 +9,8 @@ is instantiated on the GPU. Random weights write nonsense, so only speed and mem
 - forward latency at batch 1 (CUDA events, median of 10) for a canvas of prompt + 256 tokens;
 - peak memory of one greedy generation (torch.cuda.max_memory_allocated);
 - labkit's overhead around the forward passes (labkit bench overhead);
-- the batch sweep, doubling until memory runs out (reported, not raised).
+- the batch sweep, doubling until memory runs out (reported, not raised);
+- the prefix and dual KV cache (labkit.cache) on a long prompt: speedup and identical answers.
 Without CUDA it prints {"skipped": ...} and exits 0. `--shape small --device cpu` runs the same
 steps on a small model, which is how the tests check the script.
 """
@@ -74,6 +75,25 @@ def forward_latency(lm, length: int, repeats: int = 10) -> dict:
             "min_ms": round(1000 * min(times), 3)}
 
 
+def kv_cache_speedup(lm) -> dict:
+    """One greedy 128-token answer to a long held-out prompt, without a cache and with each wrapper
+    (after a warm-up run each): seconds, speedup, and whether the answer matched the uncached one."""
+    import labkit as lk
+    from labkit.bench_profile import long_prompts
+    from labkit.cache import DualCache, PrefixCache
+
+    prompt = long_prompts(lm, 1, max_tokens=480)[0]
+    knobs = dict(gen_length=128, block_length=32, steps=128)
+    runs = {}
+    for name, model in (("none", lm), ("prefix", PrefixCache(lm)), ("dual", DualCache(lm))):
+        lk.generate(model, prompt, **knobs)
+        out = lk.generate(model, prompt, **knobs)
+        runs[name] = (out.stats["seconds"], out.texts[0])
+    return {"prompt_tokens": len(lm.encode(prompt)),
+            **{k: {"seconds": s, "speedup": round(runs["none"][0] / s, 3), "identical": t == runs["none"][1]}
+               for k, (s, t) in runs.items()}}
+
+
 def run(shape: str, device: str, max_batch: int, log) -> dict:
     import labkit as lk
     from labkit.bench_profile import PROMPT, bench_batch, bench_overhead
@@ -96,7 +116,8 @@ def run(shape: str, device: str, max_batch: int, log) -> dict:
     result["overhead"] = bench_overhead(lm, repeats=3)
     log(f"overhead: labkit {result['overhead']['labkit_overhead_ratio']}, trace {result['overhead']['trace_overhead_ratio']}")
     result["batch"] = bench_batch(lm, sizes=(1, 4, 8, 16), beyond=True, max_batch=max_batch, log=log)
-    result["kv_cache"] = "not measured: the prefix and dual cache wrappers are not in labkit yet"
+    result["kv_cache"] = kv_cache_speedup(lm)
+    log(f"kv cache: {result['kv_cache']}")
     result["total_s"] = round(time.perf_counter() - t_start, 1)
     return result
 

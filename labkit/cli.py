@@ -81,7 +81,31 @@ def _sampler(a, lm):
 
 def _bench(a) -> int:
     return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead,
-            "batch": _bench_sweeps, "length": _bench_sweeps}.get(a.what, _bench_samplers)(a)
+            "batch": _bench_sweeps, "length": _bench_sweeps, "cache": _bench_cache}.get(a.what, _bench_samplers)(a)
+
+
+def _bench_cache(a) -> int:
+    from pathlib import Path
+
+    from .bench_profile import bench_cache
+    from .model import load
+
+    r = bench_cache(_load(a), load(a.ar_model, device=a.device), repeats=a.repeats, gen_length=a.gen_length or 128)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cache.json").write_text(json.dumps(r, indent=1))
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    print(f"== KV cache, {r['model']} on {r['device']}, {r['prompts']} long held-out prompts "
+          f"({min(r['prompt_tokens'])}-{max(r['prompt_tokens'])} tokens), one batch, greedy, block 32, "
+          f"median of {a.repeats} interleaved runs")
+    print(f"{'rule':<16}{'cache':<8}{'seconds':>9}{'speedup':>9}{'identical':>11}{'gen-PPL':>9}")
+    for rule, rows in r["rules"].items():
+        for k, v in rows.items():
+            print(f"{rule:<16}{k:<8}{v['seconds']:>9.3f}{v['speedup']:>9.2f}{v['identical']:>11.3f}{v['gen_ppl']:>9.2f}")
+    print(f"written: {out / 'cache.json'}")
+    return 0
 
 
 def _bench_sweeps(a) -> int:
@@ -346,10 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_train)
 
     b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
-    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead", "batch", "length"],
+    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead", "batch", "length", "cache"],
                    help="samplers: the speed-quality table; panel: the lab panel's regenerate latency; "
                         "controls: keyword hit rates, infill and re-noise; overhead: labkit's cost around "
-                        "the forward passes; batch: batch-size sweep; length: AR vs diffusion over answer length")
+                        "the forward passes; batch: batch-size sweep; length: AR vs diffusion over answer length; "
+                        "cache: prefix / dual KV cache speedup and identical outputs")
     _model_args(b)
     b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
                    "(e.g. tiny-cap)")
@@ -362,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="benchmarks/results", help="folder for samplers.json and the plot")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quiet", action="store_true", help="no per-sampler progress lines")
-    b.add_argument("--repeats", type=int, default=5, help="panel, overhead: runs to time (default 5)")
+    b.add_argument("--repeats", type=int, default=5, help="panel, overhead, cache: runs to time (default 5)")
     b.add_argument("--keywords", action="append", metavar="A,B,C",
                    help="controls: a keyword set to test instead of the built-in triples (repeatable)")
     b.add_argument("--sizes", type=int, nargs="*", help="batch: batch sizes (default 1 4 8 16; on a GPU "

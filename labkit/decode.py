@@ -166,6 +166,7 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     if trace is not None:
         trace.prompt_len, trace.mask_id, trace.init = P, lm.mask_id, x.cpu()
     steps_per_block, global_step = steps // num_blocks, 0
+    begin_block = getattr(lm, "begin_block", None)
     max_post = getattr(sampler, "max_post_steps", 0)     # steps a full block may keep editing
     stop_ids = torch.tensor(lm.stop_ids, dtype=torch.long, device=x.device)
     done = torch.zeros(B, dtype=torch.bool, device=x.device)   # rows stopped at an EOS for good
@@ -173,6 +174,8 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
         if done.all():
             break
         s, e = P + block * block_length, P + (block + 1) * block_length
+        if begin_block is not None:                     # a KV-cache wrapper (labkit.cache) refreshes here
+            begin_block(s, e)
         # LLaDA's rule spends exactly its step budget; threshold rules run until the block is
         # full (each step commits at least one token per unfinished row), as in Fast-dLLM;
         # editing rules then take up to max_post_steps more (SGLang's bound).

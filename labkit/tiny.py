@@ -68,15 +68,22 @@ class Attention(nn.Module):
         self.out = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=False)
         self.is_causal = cfg.is_causal
 
-    def forward(self, x, cos, sin, attn_mask=None):
-        B, L, D = x.shape
-        q, k, v = self.qkv(x).view(B, L, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)  # 3×(B, H, L, hd)
+    def forward(self, x, cos, sin, attn_mask=None, past=None, start=0):
+        """x (B, W, D): positions start .. start+W-1 (W = L without `past`). past: this layer's
+        (K, V), each (B, H, L, hd), from an earlier pass over all L positions; the window's fresh
+        keys and values replace theirs, the rest are reused (a KV cache). Returns the output
+        (B, W, D) and the (K, V) used."""
+        B, W, D = x.shape
+        q, k, v = self.qkv(x).view(B, W, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)  # 3×(B, H, W, hd)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if attn_mask is not None and self.is_causal:            # pad mask and causal mask together
-            attn_mask = attn_mask & torch.ones(L, L, dtype=torch.bool, device=x.device).tril()
+        if past is not None:
+            k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + W:]], dim=2)    # (B, H, L, hd)
+            v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + W:]], dim=2)
+        elif attn_mask is not None and self.is_causal:          # pad mask and causal mask together
+            attn_mask = attn_mask & torch.ones(W, W, dtype=torch.bool, device=x.device).tril()
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
                                            is_causal=self.is_causal and attn_mask is None)
-        return self.out(y.transpose(1, 2).reshape(B, L, D))
+        return self.out(y.transpose(1, 2).reshape(B, W, D)), (k, v)
 
 
 class SwiGLU(nn.Module):
@@ -98,9 +105,10 @@ class Block(nn.Module):
         self.norm2 = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self.mlp = SwiGLU(cfg)
 
-    def forward(self, x, cos, sin, attn_mask=None):
-        x = x + self.attn(self.norm1(x), cos, sin, attn_mask)
-        return x + self.mlp(self.norm2(x))
+    def forward(self, x, cos, sin, attn_mask=None, past=None, start=0):
+        a, kv = self.attn(self.norm1(x), cos, sin, attn_mask, past, start)
+        x = x + a
+        return x + self.mlp(self.norm2(x)), kv
 
 
 class TinyDLM(PreTrainedModel):
@@ -134,25 +142,39 @@ class TinyDLM(PreTrainedModel):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, **kwargs) -> MaskedLMOutput:
-        B, L = input_ids.shape
+        L = input_ids.shape[1]
         if L > self.config.max_position_embeddings:
             raise ValueError(f"input length {L} exceeds the model's context "
                              f"max_position_embeddings={self.config.max_position_embeddings}")
-        hd = self.config.hidden_size // self.config.num_attention_heads
-        cos, sin = rope_tables(L, hd, self.config.rope_theta, input_ids.device)   # (L, hd/2)
-        mask = None
-        if attention_mask is not None:                      # (B, L) 1 = real token, 0 = padding
-            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, L): keys a query may see
-        x = self.embed(input_ids)                           # (B, L, D)
-        for layer in self.layers:
-            x = layer(x, cos, sin, mask)
-        logits = self.lm_head(self.norm(x))                 # (B, L, V)
+        logits, _ = self.run(input_ids, attention_mask)     # (B, L, V)
         if self.config.shift_logits:   # AR-initialised diffusion (Dream): hidden i-1 predicts token i
             logits = torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=-100)
         return MaskedLMOutput(loss=loss, logits=logits)
+
+
+    def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, past=None,
+            start: int = 0) -> tuple[torch.Tensor, list]:
+        """Unshifted logits of positions start .. start+W-1 and every layer's (K, V).
+        input_ids (B, W); without `past` the window is the whole sequence (start 0). With `past`
+        (the list this method returned for the full sequence), only the window is recomputed and
+        the other positions' keys and values are reused: labkit.cache builds on this."""
+        W = input_ids.shape[1]
+        L = W if past is None else past[0][0].shape[2]
+        hd = self.config.hidden_size // self.config.num_attention_heads
+        cos, sin = rope_tables(L, hd, self.config.rope_theta, input_ids.device)   # (L, hd/2)
+        cos, sin = cos[start:start + W], sin[start:start + W]
+        mask = None
+        if attention_mask is not None:                      # (B, L) 1 = real token, 0 = padding
+            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, L): keys a query may see
+        x = self.embed(input_ids)                           # (B, W, D)
+        kvs = []
+        for i, layer in enumerate(self.layers):
+            x, kv = layer(x, cos, sin, mask, None if past is None else past[i], start)
+            kvs.append(kv)
+        return self.lm_head(self.norm(x)), kvs              # (B, W, V)
 
 
 def register() -> None:

@@ -142,6 +142,7 @@ def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):
     assert r["params"] > 0 and r["forward"]["median_ms"] > 0 and r["generate"]["nfe"] == 128
     assert r["overhead"]["labkit_overhead_ratio"] > 0
     assert [row["batch"] for row in r["batch"]["rows"]] == [1, 4, 8, 16]
+    assert r["kv_cache"]["dual"]["speedup"] > 0 and r["kv_cache"]["none"]["identical"] is True
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only skip")
