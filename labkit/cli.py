@@ -16,7 +16,6 @@ import time
 
 def _generate(a) -> int:
     from .decode import generate
-    from .samplers import LowConfidence
 
     lm = _load(a)
     sampler = _sampler(a, lm)
@@ -79,21 +78,27 @@ def _sampler(a, lm):
     return Autoregressive(**knobs)
 
 
+def _save(a, name: str, result):
+    """Write `result` as JSON to a.out / name (creating the folder); return the folder."""
+    from pathlib import Path
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text(json.dumps(result, indent=1))
+    return out
+
+
 def _bench(a) -> int:
     return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead,
             "batch": _bench_sweeps, "length": _bench_sweeps, "cache": _bench_cache}.get(a.what, _bench_samplers)(a)
 
 
 def _bench_cache(a) -> int:
-    from pathlib import Path
-
     from .bench_profile import bench_cache
     from .model import load
 
     r = bench_cache(_load(a), load(a.ar_model, device=a.device), repeats=a.repeats, gen_length=a.gen_length or 128)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "cache.json").write_text(json.dumps(r, indent=1))
+    out = _save(a, "cache.json", r)
     if a.json:
         print(json.dumps(r))
         return 0
@@ -110,8 +115,6 @@ def _bench_cache(a) -> int:
 
 def _bench_sweeps(a) -> int:
     """batch: the batch sweep; length: the AR-vs-diffusion length study. JSON + a plot each."""
-    from pathlib import Path
-
     from .bench_profile import bench_batch, bench_length, sweep_figure
     from .model import load
 
@@ -123,9 +126,7 @@ def _bench_sweeps(a) -> int:
     else:
         r = bench_length(lm, load(a.ar_model, device=a.device), log=log)
         fig = sweep_figure(length=r)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{a.what}.json").write_text(json.dumps(r, indent=1))
+    out = _save(a, f"{a.what}.json", r)
     fig.savefig(out / f"{a.what}.png", dpi=110)
     if a.json:
         print(json.dumps(r))
@@ -152,14 +153,10 @@ def _bench_sweeps(a) -> int:
 
 
 def _bench_overhead(a) -> int:
-    from pathlib import Path
-
     from .bench_profile import bench_overhead
 
     r = bench_overhead(_load(a), repeats=a.repeats, gen_length=a.gen_length or 128)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "overhead.json").write_text(json.dumps(r, indent=1))
+    out = _save(a, "overhead.json", r)
     if a.json:
         print(json.dumps(r))
         return 0
@@ -222,17 +219,13 @@ def _bench_controls(a) -> int:
 
 def _bench_panel(a) -> int:
     """Generate → every view re-rendered, on the lab panel: 64 tokens, 64 steps, greedy."""
-    from pathlib import Path
-
     from .widgets import regenerate_latency
 
     lm = _load(a)
     runs = {"low_confidence (64 steps)": regenerate_latency(lm, repeats=a.repeats, gen_length=64, steps=64),
             "draft_edit S mode": regenerate_latency(lm, repeats=a.repeats, gen_length=64, sampler="draft_edit",
                                                     threshold=0.5, editing_threshold=0.0)}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "panel.json").write_text(json.dumps(runs, indent=1))
+    out = _save(a, "panel.json", runs)
     if a.json:
         print(json.dumps(runs))
         return 0
@@ -246,8 +239,6 @@ def _bench_panel(a) -> int:
 
 
 def _bench_samplers(a) -> int:
-    from pathlib import Path
-
     from .bench import bench_samplers, frontier_figure, table
     from .model import load
 
@@ -261,9 +252,7 @@ def _bench_samplers(a) -> int:
         cap = bench_samplers(load(a.cap_model, device=a.device), ar, with_ar=False, **kw)
         results = {**results, "cap": cap}
         runs[a.cap_model] = cap
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "samplers.json").write_text(json.dumps(results, indent=1))
+    out = _save(a, "samplers.json", results)
     fig = frontier_figure(runs)
     fig.savefig(out / "samplers_frontier.png", dpi=120)
     if a.json:
