@@ -38,7 +38,9 @@ class _BlockCache:
         self._kv = self._logits = None
 
     def __getattr__(self, name):                 # everything else is the wrapped model's
-        return getattr(self.__dict__["lm"] if "lm" in self.__dict__ else None, name)
+        if "lm" not in self.__dict__:            # not set up yet (e.g. during unpickling)
+            raise AttributeError(name)
+        return getattr(self.lm, name)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.lm!r})"

@@ -72,10 +72,13 @@ class Trace:
         """(B,) long: forward passes each row took part in (rows of a batch finish independently)."""
         return self.active().sum(0)
 
+    @property
+    def has_pins(self) -> bool:
+        """The run had controls, so its records carry `pinned` (cheap: no stacking)."""
+        return bool(self.records) and self.records[0].pinned is not None
+
     def pinned(self) -> torch.Tensor | None:  # (S, B, L) bool: fixed by controls; None without controls
-        if not self.records or self.records[0].pinned is None:
-            return None
-        return self._stack("pinned")
+        return self._stack("pinned") if self.has_pins else None
 
     def masked(self) -> torch.Tensor:        # (S, B, L) bool: still a mask after each step
         return self.tokens() == self.mask_id

@@ -113,7 +113,7 @@ def _matrix(trace, kind, row) -> np.ndarray:
 def _categories(trace, kind, row) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(names, colours) for categorical kinds, None for continuous ones."""
     if kind == "state":
-        n = 5 if trace.pinned() is not None else 4 if _has_edits(trace, row) else 3
+        n = 5 if trace.has_pins else 4 if _has_edits(trace, row) else 3
         return STATE_NAMES[:n], STATE_COLORS[:n]
     if kind == "edits":
         return ("unchanged", "edited"), ("#f3f4f6", STATE_COLORS[EDITED])

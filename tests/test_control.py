@@ -128,8 +128,8 @@ def test_ban_repairs_a_word_finished_in_one_parallel_step(tiny):
 def test_no_end_of_text_before_a_pin(tiny):
     out = lk.generate(tiny, [PROMPT] * 4, LowConfidence(temperature=1.0), controls=[Pin(28, " sword.")],
                       seed=0, **KNOBS)
-    for text in out.texts:
-        assert text.endswith(" sword.") or " sword." in text
+    for text in out.texts:                    # an end of text before offset 28 would cut the pin off
+        assert " sword." in text
 
 
 def test_viz_shows_pinned_positions(tiny):
