@@ -113,35 +113,72 @@ def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batc
     return {"model": lm.name, "device": str(lm.device), "gen_length": gen_length, "rows": rows, "stopped": stopped}
 
 
+LENGTH_RUNS = ("ar", "ar_cached", "diffusion_fixed", "diffusion_threshold", "diffusion_threshold_cached")
+
+
+def with_context(lm, n: int):
+    """A copy of a labkit TinyDLM model whose rotary positions reach n tokens (the weights are
+    shared in value, not trained there). Past the trained context its text is out of
+    distribution, but a forward pass costs what it would cost: for speed studies only."""
+    import copy
+    import dataclasses
+
+    from .tiny import TinyDLM
+
+    if lm.max_length is None or n <= lm.max_length:
+        return lm
+    if not isinstance(lm.net, TinyDLM):
+        raise ValueError(f"only labkit's own models can be stretched past their context; {lm.name!r} "
+                         f"is {type(lm.net).__name__} with max_length {lm.max_length}")
+    net = copy.deepcopy(lm.net)
+    net.config.max_position_embeddings = n
+    return dataclasses.replace(lm, net=net, max_length=n)
+
+
 def bench_length(lm, ar, *, lengths=(32, 64, 128, 256, 512), fixed_steps: int = 32, threshold: float = 0.9,
-                 prompt: str = PROMPT, log=None) -> dict:
+                 prompt: str = PROMPT, extend_context: bool = True, repeats: int = 3, log=None) -> dict:
     """The AR-vs-diffusion study: for each answer length L (4 blocks of L / 4), forward passes,
-    wall time and tokens/s of (a) the AR twin, one token per forward; (b) diffusion with a fixed
-    number of steps (`fixed_steps`, the same for every L); (c) threshold decoding (τ `threshold`).
-    Lengths that do not fit a model's context are listed in `skipped`, not run."""
+    wall time and tokens/s of
+    - ar: the AR twin, one token per forward over the whole decided prefix (the loop's default);
+    - ar_cached: the same through its exact KV cache (labkit.cache.CausalCache), a one-token
+      forward per step, as any AR server decodes;
+    - diffusion_fixed: `fixed_steps` steps whatever L; diffusion_threshold: τ `threshold`;
+    - diffusion_threshold_cached: the threshold rule through the dual cache (Fast-dLLM's setup).
+    Greedy; per run one warm-up, then the median of `repeats` timed runs. Lengths past a model's
+    context run on `with_context` copies (rows marked `beyond_context`: speed figures only) when
+    `extend_context`, else are `skipped`."""
+    from .cache import CausalCache, DualCache
     from .samplers import Autoregressive, Threshold
 
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
     rows, skipped = [], []
+    n_prompt = max(len(lm.encode(prompt)), len(ar.encode(prompt)))
+    context = min(m.max_length or 10**9 for m in (lm, ar))
     for L in lengths:
-        fits = all(m.max_length is None or len(m.encode(prompt)) + L <= m.max_length for m in (lm, ar))
-        if not fits or L % 4 or fixed_steps % 4 or fixed_steps > L:
+        beyond = n_prompt + L > context
+        if (beyond and not extend_context) or L % 4 or fixed_steps % 4 or fixed_steps > L:
             skipped.append(L)
             continue
+        dlm, alm = (with_context(lm, n_prompt + L), with_context(ar, n_prompt + L)) if beyond else (lm, ar)
         block = L // 4
-        runs = {"ar": (ar, Autoregressive(), L), "diffusion_fixed": (lm, LowConfidence(), fixed_steps),
-                "diffusion_threshold": (lm, Threshold(threshold=threshold), L)}
-        row = {"length": L}
+        runs = {"ar": (lambda: alm, Autoregressive(), L), "ar_cached": (lambda: CausalCache(alm), Autoregressive(), L),
+                "diffusion_fixed": (lambda: dlm, LowConfidence(), fixed_steps),
+                "diffusion_threshold": (lambda: dlm, Threshold(threshold=threshold), L),
+                "diffusion_threshold_cached": (lambda: DualCache(dlm), Threshold(threshold=threshold), L)}
+        row = {"length": L, "beyond_context": beyond}
         for name, (model, rule, steps) in runs.items():
-            generate(model, prompt, rule, gen_length=L, block_length=block, steps=steps)   # warm-up
-            out = generate(model, prompt, rule, gen_length=L, block_length=block, steps=steps)
+            outs = [generate(model(), prompt, rule, gen_length=L, block_length=block, steps=steps)
+                    for _ in range(1 + repeats)][1:]                                 # after a warm-up
+            out = sorted(outs, key=lambda o: o.stats["seconds"])[len(outs) // 2]     # the median run
             row[name] = {"nfe": out.stats["nfe"], "seconds": out.stats["seconds"], "tps": out.stats["tps"],
                          "ms_per_forward": round(1000 * out.stats["seconds"] / out.stats["nfe"], 3)}
         rows.append(row)
         if log:
-            log(f"L {L:>4}: " + " | ".join(f"{k} NFE {v['nfe']} {v['seconds']:.2f} s" for k, v in row.items()
-                                           if k != "length"))
+            log(f"L {L:>4}{' (beyond context)' if beyond else ''}: " + " | ".join(
+                f"{k} NFE {row[k]['nfe']} {row[k]['seconds']:.2f} s" for k in LENGTH_RUNS))
     return {"model": lm.name, "ar_model": ar.name, "fixed_steps": fixed_steps, "threshold": threshold,
-            "rows": rows, "skipped": skipped}
+            "repeats": repeats, "context": context, "prompt_tokens": n_prompt, "rows": rows, "skipped": skipped}
 
 
 def sweep_figure(batch: dict | None = None, length: dict | None = None):
@@ -164,11 +201,19 @@ def sweep_figure(batch: dict | None = None, length: dict | None = None):
     if length:
         Ls = [r["length"] for r in length["rows"]]
         for key, ylabel, ax in (("nfe", "forward passes", axes[i]), ("seconds", "wall time (s)", axes[i + 1])):
-            for name in ("ar", "diffusion_fixed", "diffusion_threshold"):
-                ax.plot(Ls, [r[name][key] for r in length["rows"]], "o-", label=name)
+            for name in LENGTH_RUNS:
+                if all(name in r for r in length["rows"]):     # files from before ar_cached lack it
+                    ax.plot(Ls, [r[name][key] for r in length["rows"]], "o-", label=name)
+            beyond = [r["length"] for r in length["rows"] if r.get("beyond_context")]
+            if beyond:
+                ax.axvspan(min(beyond) * 0.9, max(Ls) * 1.05, color="0.92", zorder=0,
+                           label="past the trained context (speed only)")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(Ls, [str(n) for n in Ls])
             ax.set_xlabel("answer length (tokens)")
-            ax.set_ylabel(ylabel)
-            ax.legend(fontsize=8)
+            ax.set_ylabel(ylabel + " (log)")
+            ax.legend(fontsize=7)
         axes[i].set_title("AR vs diffusion: forward passes")
         axes[i + 1].set_title("AR vs diffusion: wall time")
     fig.tight_layout()

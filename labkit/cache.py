@@ -16,6 +16,11 @@ DraftEdit's multi-block editing) see fresh values.
 
 The loop tells the wrapper where each block starts (`begin_block`); any rule and any control work
 unchanged. Needs a labkit TinyDLM network (its `run()` takes a K/V cache); masked models only.
+
+`CausalCache(ar)` is the autoregressive model's own, exact KV cache (what every AR server uses):
+a causal position's keys and values depend only on the tokens up to it, so each call recomputes
+only the positions after the longest prefix that is unchanged since the last call, usually one.
+`labkit bench length` uses it for the fair AR baseline.
 """
 from __future__ import annotations
 
@@ -83,4 +88,61 @@ class DualCache(_BlockCache):
     mode = "dual"
 
 
-__all__ = ["DualCache", "PrefixCache"]
+class CausalCache:
+    """Exact KV cache of a causal model (e.g. the tiny-ar twin): reuse every position whose tokens
+    up to and including it are unchanged since the last call, recompute the rest. The decoding
+    loop hands a causal model its decided prefix, one token longer each step, so an AR step
+    costs a one-token forward instead of a pass over the whole prefix. Outputs equal the
+    uncached model's up to float rounding (tested)."""
+
+    def __init__(self, lm):
+        if getattr(lm, "kind", None) != "causal":
+            raise ValueError(f"CausalCache is for causal models; {getattr(lm, 'name', lm)!r} is "
+                             f"{getattr(lm, 'kind', None)} (use PrefixCache or DualCache for diffusion)")
+        if not hasattr(lm.net, "run") or getattr(lm.net.config, "shift_logits", False):
+            raise ValueError(f"CausalCache needs a labkit TinyDLM causal network (with run()); "
+                             f"{lm.name!r} is {type(lm.net).__name__}")
+        self.lm = lm
+        self.reused = self.computed = 0           # positions taken from the cache / recomputed
+        self._ids = self._mask = self._kv = self._logits = None
+
+    def __getattr__(self, name):
+        if "lm" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.lm, name)
+
+    def __repr__(self) -> str:
+        return f"CausalCache({self.lm!r})"
+
+    def _kept(self, x: torch.Tensor, attention_mask) -> int:
+        """Length of the prefix whose cached keys and values are still exact."""
+        if self._ids is None or self._ids.shape[0] != x.shape[0]:
+            return 0
+        n = min(x.shape[1], self._ids.shape[1])
+        same = (x[:, :n] == self._ids[:, :n]).all(0)                             # (n,)
+        if attention_mask is not None or self._mask is not None:
+            if attention_mask is None or self._mask is None:
+                return 0
+            same &= (attention_mask[:, :n] == self._mask[:, :n]).all(0)
+        return n if bool(same.all()) else int(same.int().argmin())
+
+    @torch.no_grad()
+    def __call__(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, n) → logits (B, n, V), like the wrapped model (a view of the cache: copy it before
+        writing into it; the decoding loop does)."""
+        B, n = x.shape
+        d = min(self._kept(x, attention_mask), n - 1)       # recompute at least the last position
+        past = None if d == 0 else [(k[:, :, :d], v[:, :, :d]) for k, v in self._kv]
+        raw, self._kv = self.lm.net.run(x[:, d:], attention_mask, past=past, start=d)   # (B, n - d, V)
+        if self._logits is None or d == 0 or self._logits.shape[1] < n:
+            grown = raw.new_empty(B, max(n, 2 * d), raw.shape[-1])                       # (B, capacity, V)
+            if d:
+                grown[:, :d] = self._logits[:, :d]
+            self._logits = grown
+        self._logits[:, d:n] = raw
+        self._ids, self._mask = x.clone(), None if attention_mask is None else attention_mask.clone()
+        self.reused, self.computed = self.reused + d, self.computed + n - d
+        return self._logits[:, :n]
+
+
+__all__ = ["CausalCache", "DualCache", "PrefixCache"]

@@ -89,6 +89,10 @@ def _save(a, name: str, result):
 
 
 def _bench(a) -> int:
+    if a.repeats is not None and a.repeats < 1:
+        raise ValueError(f"--repeats must be a positive integer, got {a.repeats}")
+    if a.what != "length":
+        a.repeats = a.repeats or 5
     return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead,
             "batch": _bench_sweeps, "length": _bench_sweeps, "cache": _bench_cache}.get(a.what, _bench_samplers)(a)
 
@@ -115,7 +119,7 @@ def _bench_cache(a) -> int:
 
 def _bench_sweeps(a) -> int:
     """batch: the batch sweep; length: the AR-vs-diffusion length study. JSON + a plot each."""
-    from .bench_profile import bench_batch, bench_length, sweep_figure
+    from .bench_profile import LENGTH_RUNS, bench_batch, bench_length, sweep_figure
     from .model import load
 
     lm = _load(a)
@@ -124,7 +128,8 @@ def _bench_sweeps(a) -> int:
         r = bench_batch(lm, sizes=a.sizes or (1, 4, 8, 16), gen_length=a.gen_length or 64, log=log)
         fig = sweep_figure(batch=r)
     else:
-        r = bench_length(lm, load(a.ar_model, device=a.device), log=log)
+        r = bench_length(lm, load(a.ar_model, device=a.device), lengths=a.lengths or (32, 64, 128, 256, 512),
+                         extend_context=not a.no_extend, repeats=a.repeats or 3, log=log)
         fig = sweep_figure(length=r)
     out = _save(a, f"{a.what}.json", r)
     fig.savefig(out / f"{a.what}.png", dpi=110)
@@ -142,12 +147,13 @@ def _bench_sweeps(a) -> int:
     else:
         print(f"== AR ({r['ar_model']}) vs diffusion ({r['model']}: {r['fixed_steps']} fixed steps, "
               f"threshold {r['threshold']}), 4 blocks per answer")
-        print(f"{'length':>7}" + "".join(f"{n + ' NFE':>24}{'s':>7}" for n in ("ar", "diffusion_fixed", "diffusion_threshold")))
+        print("NFE / seconds per answer; cached = KV cache (AR: exact; diffusion: dual cache)")
+        print(f"{'length':>7}" + "".join(f"{n:>16}" for n in ("ar", "ar cached", "diff fixed", "diff thr", "diff thr cached")))
         for row in r["rows"]:
-            print(f"{row['length']:>7}" + "".join(f"{row[n]['nfe']:>24}{row[n]['seconds']:>7.2f}"
-                                                 for n in ("ar", "diffusion_fixed", "diffusion_threshold")))
+            print(f"{row['length']:>7}" + "".join(f"{row[n]['nfe']:>8} {row[n]['seconds']:>7.2f}" for n in LENGTH_RUNS)
+                  + ("  (beyond the trained context: speed only)" if row["beyond_context"] else ""))
         if r["skipped"]:
-            print(f"skipped (longer than a model's context): {r['skipped']}")
+            print(f"skipped: {r['skipped']}")
     print(f"written: {out / (a.what + '.json')}, {out / (a.what + '.png')}")
     return 0
 
@@ -376,11 +382,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="benchmarks/results", help="folder for samplers.json and the plot")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--quiet", action="store_true", help="no per-sampler progress lines")
-    b.add_argument("--repeats", type=int, default=5, help="panel, overhead, cache: runs to time (default 5)")
+    b.add_argument("--repeats", type=int, default=None, help="panel, overhead, cache, length: runs to time "
+                   "(default 5; length: 3)")
     b.add_argument("--keywords", action="append", metavar="A,B,C",
                    help="controls: a keyword set to test instead of the built-in triples (repeatable)")
     b.add_argument("--sizes", type=int, nargs="*", help="batch: batch sizes (default 1 4 8 16; on a GPU "
                    "it goes on doubling until memory runs out)")
+    b.add_argument("--lengths", type=int, nargs="*", help="length: answer lengths (default 32 64 128 256 512)")
+    b.add_argument("--no-extend", action="store_true", help="length: skip lengths past the models' context "
+                   "instead of running them on stretched-position copies (speed only)")
     b.add_argument("--triples", type=int, default=30, help="controls: built-in keyword triples (default 30)")
     b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
     b.add_argument("--methods", nargs="*", help="controls: keyword methods to compare, the first one "

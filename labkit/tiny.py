@@ -48,9 +48,11 @@ class TinyDLMConfig(PretrainedConfig):
         super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)
 
 
-def rope_tables(n: int, head_dim: int, theta: float, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_tables(n: int, head_dim: int, theta: float, device=None, start: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of the rotary angles of positions start .. start+n-1, each (n, hd/2)."""
     inv = 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
-    ang = torch.outer(torch.arange(n, device=device, dtype=torch.float32), inv)   # (n, hd/2)
+    pos = torch.arange(start, start + n, device=device, dtype=torch.float32)
+    ang = torch.outer(pos, inv)                                   # (n, hd/2)
     return ang.cos(), ang.sin()
 
 
@@ -160,15 +162,21 @@ class TinyDLM(PreTrainedModel):
         """Unshifted logits of positions start .. start+W-1 and every layer's (K, V).
         input_ids (B, W); without `past` the window is the whole sequence (start 0). With `past`
         (the list this method returned for the full sequence), only the window is recomputed and
-        the other positions' keys and values are reused: labkit.cache builds on this."""
+        the other positions' keys and values are reused: labkit.cache builds on this. A causal
+        model's cache may also end where the window starts (the window's K/V are appended)."""
         W = input_ids.shape[1]
-        L = W if past is None else past[0][0].shape[2]
+        L = W if past is None else max(past[0][0].shape[2], start + W)   # keys the window sees
+        if past is not None and past[0][0].shape[2] < start:
+            raise ValueError(f"the cache holds {past[0][0].shape[2]} positions; a window at {start} leaves a gap")
         hd = self.config.hidden_size // self.config.num_attention_heads
-        cos, sin = rope_tables(L, hd, self.config.rope_theta, input_ids.device)   # (L, hd/2)
-        cos, sin = cos[start:start + W], sin[start:start + W]
+        cos, sin = rope_tables(W, hd, self.config.rope_theta, input_ids.device, start)   # (W, hd/2)
         mask = None
-        if attention_mask is not None:                      # (B, L) 1 = real token, 0 = padding
-            mask = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, L): keys a query may see
+        if attention_mask is not None:                      # (B, ≥L) 1 = real token, 0 = padding
+            mask = attention_mask.bool()[:, None, None, :L]  # (B, 1, 1, L): keys a query may see
+        if past is not None and self.config.is_causal:      # window query i sees keys <= start + i
+            ar = torch.arange(L, device=input_ids.device)
+            causal = ar[None, :] <= (start + torch.arange(W, device=input_ids.device))[:, None]  # (W, L)
+            mask = causal if mask is None else mask & causal                                     # (B, 1, W, L)
         x = self.embed(input_ids)                           # (B, W, D)
         kvs = []
         for i, layer in enumerate(self.layers):

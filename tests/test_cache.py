@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import labkit as lk
-from labkit.cache import DualCache, PrefixCache
+from labkit.cache import CausalCache, DualCache, PrefixCache
 
 KNOBS = dict(gen_length=32, block_length=8, steps=32)
 
@@ -50,3 +50,42 @@ def test_cache_wrappers_refuse_what_they_cannot_cache(tiny, toy):
     with pytest.raises(ValueError, match="needs a labkit TinyDLM network"):
         DualCache(fake)
     assert "PrefixCache" in repr(PrefixCache(toy)) and PrefixCache(toy).mask_id == toy.mask_id
+
+
+@pytest.fixture(scope="module")
+def ar():
+    return lk.load("tiny-ar")
+
+
+def test_causal_window_appended_to_a_shorter_cache_equals_the_full_pass(ar):
+    x = torch.randint(3, 2000, (2, 40))
+    am = torch.ones(2, 40, dtype=torch.long)
+    am[1, :6] = 0                                                     # a left-padded row
+    raw, kv = ar.net.run(x, am)
+    head = [(k[:, :, :25], v[:, :, :25]) for k, v in kv]              # the cache ends where the window starts
+    window, grown = ar.net.run(x[:, 25:], am, past=head, start=25)    # (2, 15, V)
+    assert torch.allclose(window[1:], raw[1:, 25:], atol=1e-4) and torch.allclose(window[0], raw[0, 25:], atol=1e-4)
+    assert grown[0][0].shape[2] == 40
+    with pytest.raises(ValueError, match="leaves a gap"):
+        ar.net.run(x[:, 30:], am, past=head, start=30)
+
+
+def test_causal_cache_decodes_exactly_what_the_uncached_model_does(ar):
+    prompts = ["KING HENRY:\nNow, lords, for France!\n", "ROMEO:\nBut soft\n"]
+    knobs = dict(gen_length=24, block_length=8, steps=24)
+    base = lk.generate(ar, prompts, lk.Autoregressive(), **knobs)
+    fast = CausalCache(ar)
+    out = lk.generate(fast, prompts, lk.Autoregressive(), **knobs)
+    assert torch.equal(out.ids, base.ids) and out.stats["nfe"] == base.stats["nfe"] == 24
+    P = base.trace.prompt_len
+    assert fast.computed == P - 1 + 24 and fast.reused > 0        # one new position per step after the first
+    again = lk.generate(fast, prompts[1], lk.Autoregressive(), **knobs)   # a new canvas: nothing stale reused
+    assert again.texts == lk.generate(ar, prompts[1], lk.Autoregressive(), **knobs).texts
+    sampled = dict(knobs, seed=3)
+    assert lk.generate(fast, prompts, lk.Autoregressive(temperature=1.0), **sampled).texts == \
+        lk.generate(ar, prompts, lk.Autoregressive(temperature=1.0), **sampled).texts
+
+
+def test_causal_cache_refuses_diffusion_models(tiny):
+    with pytest.raises(ValueError, match="for causal models"):
+        CausalCache(tiny)

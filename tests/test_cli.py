@@ -136,3 +136,12 @@ def test_bench_controls_json_with_given_keywords(tmp_path, capsys):
     assert result["triples"] == 2 and result["samples"] == 4 and result["method"] == "place"
     assert result["hit_all_3"] == 1.0 and result["hit_at_least_2"] == 1.0 and result["gen_ppl_ratio"] > 0
     assert set(result["methods"]) == {"place"} and not (tmp_path / "controls.json").exists()
+
+
+def test_bench_length_table_with_chosen_lengths(tmp_path, capsys):
+    assert main(["bench", "length", "--lengths", "32", "300", "--no-extend", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "ar cached" in out and "skipped: [300]" in out
+    saved = json.loads((tmp_path / "length.json").read_text())
+    assert [r["length"] for r in saved["rows"]] == [32] and saved["rows"][0]["ar_cached"]["nfe"] == 32
+    assert (tmp_path / "length.png").stat().st_size > 0

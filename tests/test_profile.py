@@ -115,14 +115,33 @@ def test_batch_sweep_raises_other_errors_and_checks_sizes(toy, monkeypatch):
         bench_profile.bench_batch(toy, sizes=(1,), gen_length=16, block_length=8)
 
 
-def test_length_study_counts_forwards_and_skips_what_does_not_fit(tiny):
-    from labkit.bench_profile import bench_length
-    ar = lk.load("tiny-ar")
-    r = bench_length(tiny, ar, lengths=(32, 64, 512), fixed_steps=16)
-    assert [row["length"] for row in r["rows"]] == [32, 64] and r["skipped"] == [512]
-    for row in r["rows"]:
-        assert row["ar"]["nfe"] == row["length"] and row["diffusion_fixed"]["nfe"] == 16
+def test_length_study_counts_forwards_and_runs_past_the_context_only_when_asked(toy):
+    import dataclasses
+
+    from labkit.bench_profile import PROMPT, bench_length
+    short = dataclasses.replace(toy, max_length=48)                     # a context the prompt + 16 fits
+    ar = dataclasses.replace(lk.model.toy(causal=True), max_length=48)
+    assert len(toy.encode(PROMPT)) + 16 <= 48 < len(toy.encode(PROMPT)) + 32
+    r = bench_length(short, ar, lengths=(16, 32, 64), fixed_steps=8, extend_context=False)
+    assert [row["length"] for row in r["rows"]] == [16] and r["skipped"] == [32, 64]
+    wide = bench_length(short, ar, lengths=(16, 32, 64), fixed_steps=8)
+    assert wide["skipped"] == [] and [row["beyond_context"] for row in wide["rows"]] == [False, True, True]
+    for row in wide["rows"]:
+        assert row["ar"]["nfe"] == row["ar_cached"]["nfe"] == row["length"] and row["diffusion_fixed"]["nfe"] == 8
         assert 4 <= row["diffusion_threshold"]["nfe"] <= row["length"]     # >= 1 per block
+        assert 4 <= row["diffusion_threshold_cached"]["nfe"] <= row["length"]
+    assert short.max_length == 48                                       # the caller's model is untouched
+
+
+def test_a_stretched_copy_matches_the_model_inside_its_context(tiny):
+    from labkit.bench_profile import with_context
+    long = with_context(tiny, 512)
+    assert long.max_length == 512 and long is not tiny and with_context(tiny, 100) is tiny
+    x = torch.randint(3, 2000, (1, 200))
+    assert torch.allclose(long(x), tiny(x), atol=1e-5)
+    assert long(torch.randint(3, 2000, (1, 400))).shape == (1, 400, tiny.net.config.vocab_size)
+    with pytest.raises(ValueError, match="exceeds the model's context"):
+        tiny(torch.randint(3, 2000, (1, 400)))
 
 
 def _gpu_check():
