@@ -29,6 +29,8 @@ def sampler_suite(gen_length: int = GEN_LENGTH) -> dict[str, tuple[object, int]]
         "low_confidence_2tok": (LowConfidence(), gen_length // 2),
         "low_confidence_4tok": (LowConfidence(), gen_length // 4),
         "random": (LowConfidence(remasking="random"), gen_length),
+        "threshold_0.95": (Threshold(threshold=0.95), gen_length),
+        "threshold_0.93": (Threshold(threshold=0.93), gen_length),
         "threshold_0.9": (Threshold(threshold=0.9), gen_length),
         "threshold_0.7": (Threshold(threshold=0.7), gen_length),
         "threshold_0.5": (Threshold(threshold=0.5), gen_length),

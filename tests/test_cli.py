@@ -100,7 +100,8 @@ def test_bench_rejects_unknown_sampler_names(capsys):
 
 def test_bench_suite_has_every_sampler_the_issue_names():
     from labkit.bench import sampler_suite
-    names = {"low_confidence_1tok", "low_confidence_2tok", "low_confidence_4tok", "random", "threshold_0.9",
+    names = {"threshold_0.95", "threshold_0.93",        # the threshold curve near 2 tokens per forward
+             "low_confidence_1tok", "low_confidence_2tok", "low_confidence_4tok", "random", "threshold_0.9",
              "threshold_0.7", "threshold_0.5", "factor_1.0", "entropy_bound", "draft_edit_speed",
              "draft_edit_quality", "draft_edit_speed_mbe", "draft_edit_quality_mbe"}
     suite = sampler_suite(128)
