@@ -27,7 +27,19 @@ from __future__ import annotations
 import torch
 
 
-class _BlockCache:
+class _Wrapper:
+    """A model wrapper: everything it does not define is the wrapped model's (`self.lm`)."""
+
+    def __getattr__(self, name):
+        if "lm" not in self.__dict__:            # not set up yet (e.g. during unpickling)
+            raise AttributeError(name)
+        return getattr(self.lm, name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.lm!r})"
+
+
+class _BlockCache(_Wrapper):
     mode = ""
 
     def __init__(self, lm):
@@ -41,14 +53,6 @@ class _BlockCache:
         self.full_passes = self.window_passes = 0
         self._block: tuple[int, int] | None = None
         self._kv = self._logits = None
-
-    def __getattr__(self, name):                 # everything else is the wrapped model's
-        if "lm" not in self.__dict__:            # not set up yet (e.g. during unpickling)
-            raise AttributeError(name)
-        return getattr(self.lm, name)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.lm!r})"
 
     def begin_block(self, start: int, end: int) -> None:
         """Called by the decoding loop when a block starts: the next call runs the full canvas."""
@@ -88,7 +92,7 @@ class DualCache(_BlockCache):
     mode = "dual"
 
 
-class CausalCache:
+class CausalCache(_Wrapper):
     """Exact KV cache of a causal model (e.g. the tiny-ar twin): reuse every position whose tokens
     up to and including it are unchanged since the last call, recompute the rest. The decoding
     loop hands a causal model its decided prefix, one token longer each step, so an AR step
@@ -105,14 +109,6 @@ class CausalCache:
         self.lm = lm
         self.reused = self.computed = 0           # positions taken from the cache / recomputed
         self._ids = self._mask = self._kv = self._logits = None
-
-    def __getattr__(self, name):
-        if "lm" not in self.__dict__:
-            raise AttributeError(name)
-        return getattr(self.lm, name)
-
-    def __repr__(self) -> str:
-        return f"CausalCache({self.lm!r})"
 
     def _kept(self, x: torch.Tensor, attention_mask) -> int:
         """Length of the prefix whose cached keys and values are still exact."""
