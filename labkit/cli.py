@@ -128,8 +128,8 @@ def _bench_sweeps(a) -> int:
         r = bench_batch(lm, sizes=a.sizes or (1, 4, 8, 16), gen_length=a.gen_length or 64, log=log)
         fig = sweep_figure(batch=r)
     else:
-        r = bench_length(lm, load(a.ar_model, device=a.device), lengths=a.lengths or (32, 64, 128, 256, 512),
-                         extend_context=not a.no_extend, repeats=a.repeats or 3, log=log)
+        given = {k: v for k, v in (("lengths", a.lengths), ("repeats", a.repeats)) if v}   # else bench_length's defaults
+        r = bench_length(lm, load(a.ar_model, device=a.device), extend_context=not a.no_extend, log=log, **given)
         fig = sweep_figure(length=r)
     out = _save(a, f"{a.what}.json", r)
     fig.savefig(out / f"{a.what}.png", dpi=110)
