@@ -26,7 +26,9 @@ def _extras(cfg: dict) -> list[str]:
                          + (", shifted logits)." if cfg.get("shift_logits") else ")."))
     if cfg.get("distill"):
         lines.append(f"- Self-distillation for parallel decoding (`labkit.distill`, after dParallel): the "
-                     f"teacher `{cfg['init_from']}` answered {cfg['distill']} training-play prompts greedily, "
+                     f"teacher `{cfg['init_from']}` answered {cfg['distill']} training-play prompts "
+                     + (f"sampled at temperature {cfg['distill_temperature']} (top-p {cfg.get('distill_top_p', 1.0)}), "
+                        if cfg.get("distill_temperature") else "greedily, ") +
                      f"one token per step ({cfg.get('distill_length', 128)} tokens, block "
                      f"{cfg.get('distill_block', 32)}); the student learns those answers from block-decoding "
                      "canvases (earlier blocks written, the current one partly masked, later ones masked).")
@@ -35,8 +37,11 @@ def _extras(cfg: dict) -> list[str]:
                      "masked tokens, to raise confidence and so tokens per forward.")
     if cfg.get("edit_prob"):
         lines.append(f"- T2T training (for LLaDA2.1 draft-and-edit): {cfg['edit_prob']:.0%} of the visible "
-                     "tokens swapped for tokens from elsewhere in the batch; every visible position "
-                     "learns its clean token (copy or correct).")
+                     "tokens swapped for noise"
+                     + (f" ({cfg['edit_stutter']:.0%} of it a copy of a neighbour 1 or 2 positions away, the "
+                        "collision a parallel draft makes; the rest tokens from elsewhere in the batch)"
+                        if cfg.get("edit_stutter") else ", tokens from elsewhere in the batch")
+                     + "; every visible position learns its clean token (copy or correct).")
     return lines
 
 
@@ -49,12 +54,13 @@ def write_card(model: str, result: dict) -> Path:
     with safe_open(folder / "model.safetensors", "pt") as f:      # tied embeddings are stored once
         size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
     kind = "causal (autoregressive twin)" if cfgm.get("is_causal") else "bidirectional masked-diffusion"
+    where = {"cuda": "one GPU (`--device cuda`)"}.get(training.get("device", "cpu"), "a 2-core CPU")
     lines = [
         f"# labkit `{model}`: a tiny {kind} LM trained on Shakespeare",
         "",
-        (f"Trained by `labkit train --recipe {model}` on a 2-core CPU, starting from `{cfg['init_from']}`; "
+        (f"Trained by `labkit train --recipe {model}` on {where}, starting from `{cfg['init_from']}`; "
          "loaded by `labkit.load()`." if cfg.get("init_from") else
-         f"Trained from scratch by `labkit train --recipe {model}` on a 2-core CPU; loaded by `labkit.load()`."),
+         f"Trained from scratch by `labkit train --recipe {model}` on {where}; loaded by `labkit.load()`."),
         "",
         "## Model",
         f"- {size / 1e6:.2f}M parameters: {n} layers, d_model {d}, {cfgm['num_attention_heads']} heads, "
@@ -78,8 +84,8 @@ def write_card(model: str, result: dict) -> Path:
          f"({cfg['short_batch_prob']:.0%} of batches shorter); AdamW")
         + f" (0.9, 0.95), wd {cfg['weight_decay']}, "
         f"lr {cfg['lr']} with {cfg['warmup']} warm-up steps and cosine decay to {cfg['min_lr_ratio']}×; "
-        f"bf16 autocast on CPU; seed {cfg['seed']}.",
-        f"- Training time: {training['train_seconds'] / 60:.1f} min on 2 CPU cores.",
+        f"bf16 autocast; seed {cfg['seed']}.",
+        f"- Training time: {training['train_seconds'] / 60:.1f} min on {where}.",
         "",
         "## Evaluation (`labkit eval --model " + model + "`, held-out plays)",
         "",

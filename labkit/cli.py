@@ -298,7 +298,7 @@ def _train(a) -> int:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {a.recipe!r}")
     overrides = {k: getattr(a, k) for k in ("steps", "seed") if getattr(a, k) is not None}
     cfg = dataclasses.replace(RECIPES[a.recipe], **overrides)
-    out = train(cfg, a.out)
+    out = train(cfg, a.out, device=a.device)
     print(f"trained model saved in {out}; try: labkit eval --model {out}")
     return 0
 
@@ -362,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default="runs/tiny", help="output folder; resumes from its ckpt.pt")
     t.add_argument("--steps", type=int)
     t.add_argument("--seed", type=int)
+    t.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the arithmetic runs")
     t.set_defaults(fn=_train)
 
     b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .distill import block_distill_loss
+from .distill import block_distill_loss, t2t_noise
 from .tiny import TinyDLM, TinyDLMConfig
 
 
@@ -42,11 +42,14 @@ class TrainConfig:
     ckpt_every: int = 200          # steps between resumable checkpoints
     cap_weight: float = 0.0        # CAP: entropy penalty on correct masked predictions (0 = off)
     edit_prob: float = 0.0         # T2T training: share of unmasked tokens swapped for noise (0 = off)
+    edit_stutter: float = 0.0      # share of that noise that copies a neighbour (a parallel draft's collision)
     init_from: str = ""            # "" = random init; else a model folder or embedded name ("tiny-ar")
     shift_logits: bool = False     # Dream-style AR adaptation: hidden i-1 predicts token i
     distill: int = 0               # > 0: self-distil on the init model's answers to this many prompts
     distill_length: int = 128      # answer tokens the teacher writes per prompt
     distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
+    distill_temperature: float = 0.0  # the teacher's sampling temperature (0 = greedy answers)
+    distill_top_p: float = 1.0     # ... within this nucleus (1.0 = the whole distribution)
 
     def __post_init__(self):
         if self.objective not in ("diffusion", "ar"):
@@ -58,6 +61,12 @@ class TrainConfig:
             raise ValueError(f"seq_len must be >= 8, got {self.seq_len}")
         if not 0 <= self.edit_prob < 1:
             raise ValueError(f"edit_prob must be in [0, 1), got {self.edit_prob}")
+        if not 0 <= self.edit_stutter <= 1:
+            raise ValueError(f"edit_stutter must be in [0, 1], got {self.edit_stutter}")
+        if not self.distill_temperature >= 0:
+            raise ValueError(f"distill_temperature must be >= 0, got {self.distill_temperature}")
+        if not 0 < self.distill_top_p <= 1:
+            raise ValueError(f"distill_top_p must be in (0, 1], got {self.distill_top_p}")
         if not self.cap_weight >= 0:
             raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
         if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
@@ -73,15 +82,18 @@ RECIPES = {
     "tiny-ar": TrainConfig(objective="ar"),
     "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
     # self-distilled on tiny's own greedy answers to 512 training prompts, with CAP and T2T noise
+    # (half of it neighbour copies: the stutters a parallel draft makes); chosen among 9 variants
+    # trained side by side by benchmarks/recipe_sweep.py (results in benchmarks/results/recipe_sweep.json)
     "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=2000, lr=5e-4, warmup=50,
-                            cap_weight=0.5, edit_prob=0.1, distill=512),
+                            cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, distill=512),
 }
 
 
 def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: float = 1e-3,
                           prompt_len: int = 0, generator: torch.Generator | None = None,
                           t: torch.Tensor | None = None, cap_weight: float = 0.0,
-                          edit_prob: float = 0.0, edit_weight: float = 1.0) -> torch.Tensor:
+                          edit_prob: float = 0.0, edit_stutter: float = 0.0,
+                          edit_weight: float = 1.0) -> torch.Tensor:
     """LLaDA pre-training loss: t ~ U(eps, 1) per row, mask each token with probability t,
     cross-entropy on masked positions weighted by 1/t, averaged over all B·L answer tokens.
     `prompt_len` positions are never masked (SFT). t is stratified across the batch.
@@ -92,8 +104,9 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
       rules commit more tokens per forward;
     - `edit_prob` (T2T training, as LLaDA2.1 needs for draft-and-edit): each unmasked token is
       swapped with probability edit_prob for a token drawn from elsewhere in the batch (unigram
-      noise), and every unmasked position learns to predict its clean token (copy it, or correct
-      it), weighted by `edit_weight`. A pure masked-diffusion model is never trained on filled
+      noise; with `edit_stutter`, that share of it copies a neighbour instead, see `t2t_noise`),
+      and every unmasked position learns to predict its clean token (copy it, or correct it),
+      weighted by `edit_weight`. A pure masked-diffusion model is never trained on filled
       positions, so without this its T2T proposals there are noise."""
     B, L = x0.shape
     if t is None:   # low-discrepancy: one uniform offset, rows evenly spaced in [0, 1)
@@ -106,9 +119,8 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
     answer = torch.ones_like(masked)
     answer[:, :prompt_len] = False
     if edit_prob:
-        swap = (torch.rand(B, L, generator=generator).to(x0.device) < edit_prob) & ~masked & answer
-        noise = x0.flatten()[torch.randint(B * L, (B, L), generator=generator).to(x0.device)]
-        xt = torch.where(swap, noise, xt)
+        filled = ~masked & answer
+        xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, edit_stutter, generator), xt)
     logits = logits_fn(xt)                                               # (B, L, V)
     logp = F.log_softmax(logits[masked].float(), -1)                     # (M, V)
     ce = -logp.gather(-1, x0[masked][:, None]).squeeze(-1)               # (M,)
@@ -119,7 +131,6 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
         entropy = -(logp.exp() * logp).sum(-1)
         loss = loss + cap_weight * (entropy * right).sum() / right.sum().clamp_min(1)
     if edit_prob:
-        filled = ~masked & answer
         loss = loss + edit_weight * F.cross_entropy(logits[filled].float(), x0[filled])
     return loss
 
@@ -196,20 +207,27 @@ def init_folder(init_from: str) -> Path:
     return src
 
 
-def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """The teacher's (init_from's) greedy answers to `cfg.distill` training prompts, packed; decoded
-    once into out/trajectories.pt (resumable: it is the slow part)."""
+def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log,
+                 device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The teacher's (init_from's) answers to `cfg.distill` training prompts (greedy, or sampled at
+    distill_temperature), packed; decoded once into out/trajectories.pt (resumable: it is the slow
+    part)."""
     from .distill import make_trajectories, pack, train_prompts
     from .model import load
-    teacher = load(str(init_folder(cfg.init_from)))
+    teacher = load(str(init_folder(cfg.init_from)), device=device)
+    top_p = cfg.distill_top_p if cfg.distill_top_p < 1 else None
     traj = make_trajectories(teacher, train_prompts(cfg.distill, cfg.seed), out / "trajectories.pt",
-                             gen_length=cfg.distill_length, block_length=cfg.distill_block, log=log)
+                             gen_length=cfg.distill_length, block_length=cfg.distill_block,
+                             temperature=cfg.distill_temperature, top_p=top_p, seed=cfg.seed, log=log)
     return pack(tokenizer, traj)
 
 
-def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print) -> Path:
+def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print,
+          device: str | torch.device = "cpu") -> Path:
     """Train into `out`; resume from `out/ckpt.pt` when present. Returns the folder of the final
-    model (safetensors + config + tokenizer), loadable with `labkit.load(out)`."""
+    model (safetensors + config + tokenizer), loadable with `labkit.load(out)`. `device` ("cuda")
+    runs the same recipe on a GPU: batches and noise are drawn on the CPU as before, so only the
+    arithmetic moves (its results differ from the CPU's in the last bits, not in kind)."""
     from tqdm.auto import tqdm
 
     from .data import HELDOUT, load_plays
@@ -227,7 +245,10 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
         tokenizer = train_tokenizer(texts, cfg.vocab_size)
         tokenizer.save_pretrained(out)
     corpus = Corpus(tokenizer, texts)
-    model = build_model(cfg, tokenizer)
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' but torch sees no GPU here; use device='cpu'")
+    model = build_model(cfg, tokenizer).to(device)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -235,7 +256,7 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     step, seconds, history = 0, 0.0, []
     ckpt = out / "ckpt.pt"
     if ckpt.is_file():
-        state = torch.load(ckpt, map_location="cpu", weights_only=False)
+        state = torch.load(ckpt, map_location=device, weights_only=False)
         saved = {**dataclasses.asdict(TrainConfig()), **state["config"]}   # fields added since: defaults
         if saved != dataclasses.asdict(cfg):
             raise ValueError(f"{ckpt} was written with another TrainConfig; use a new --out folder "
@@ -248,25 +269,27 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     mask_id = tokenizer.mask_token_id
     logits_fn = lambda x, attn=None: model(x, attn).logits                 # noqa: E731
     if cfg.distill:
-        teacher_rows = distill_rows(cfg, out, tokenizer, log)
+        teacher_rows = tuple(r.to(device) if torch.is_tensor(r) else r
+                             for r in distill_rows(cfg, out, tokenizer, log, device))
     model.train()
     bar = tqdm(total=cfg.steps, initial=step, disable=not progress, desc=f"train {cfg.objective}")
     t0, loss_ema = time.perf_counter(), None
     while step < cfg.steps:
-        x0 = corpus.batch(cfg, step)
+        x0 = corpus.batch(cfg, step).to(device)
         g = torch.Generator().manual_seed(cfg.seed * 7_919 + step)
         for group in opt.param_groups:
             group["lr"] = lr_at(cfg, step)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
             if cfg.distill:
                 ids, attn, P = teacher_rows
-                rows = torch.randint(len(ids), (cfg.batch_size,), generator=g)
+                rows = torch.randint(len(ids), (cfg.batch_size,), generator=g).to(device)
                 loss = block_distill_loss(logits_fn, ids[rows], attn[rows], P, cfg.distill_block, mask_id,
                                           eps=cfg.eps, generator=g, cap_weight=cfg.cap_weight,
-                                          edit_prob=cfg.edit_prob)
+                                          edit_prob=cfg.edit_prob, edit_stutter=cfg.edit_stutter)
             elif cfg.objective == "diffusion":
                 loss = masked_diffusion_loss(logits_fn, x0, mask_id, eps=cfg.eps, generator=g,
-                                             cap_weight=cfg.cap_weight, edit_prob=cfg.edit_prob)
+                                             cap_weight=cfg.cap_weight, edit_prob=cfg.edit_prob,
+                                             edit_stutter=cfg.edit_stutter)
             else:
                 loss = ar_loss(logits_fn, x0)
         loss.backward()
@@ -287,9 +310,9 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
                        ckpt.with_suffix(".tmp"))
             ckpt.with_suffix(".tmp").replace(ckpt)          # never leave a half-written checkpoint
     bar.close()
-    model.save_pretrained(out, safe_serialization=True)
+    model.cpu().save_pretrained(out, safe_serialization=True)
     (out / "training.json").write_text(json.dumps(
-        {"config": dataclasses.asdict(cfg), "train_seconds": round(seconds, 1),
+        {"config": dataclasses.asdict(cfg), "train_seconds": round(seconds, 1), "device": device.type,
          "loss_history": history, "heldout_plays": HELDOUT},
         indent=1))
     return out

@@ -88,3 +88,60 @@ def test_trajectories_refuse_a_cache_of_other_prompts(toy, tmp_path):
     make_trajectories(toy, ["A:\n"], tmp_path / "t.pt", gen_length=4, block_length=4, bf16=False, log=None)
     with pytest.raises(ValueError, match="other prompts"):
         make_trajectories(toy, ["B:\n"], tmp_path / "t.pt", gen_length=4, block_length=4, bf16=False, log=None)
+
+
+def test_t2t_noise_copies_neighbours_inside_the_answer():
+    from labkit.distill import t2t_noise
+    B, L, lo = 64, 20, 4
+    x0 = torch.arange(B * L).view(B, L)            # every token unique: a copy names its source
+    where = torch.ones(B, L, dtype=torch.bool)
+    where[:, :lo] = False
+    where[:, 10] = False
+    xt = t2t_noise(x0, where, 0.5, 1.0, torch.Generator().manual_seed(0), lo)
+    changed = xt != x0
+    assert not changed[~where].any()               # only allowed positions are noised
+    assert 0.4 < changed[where].float().mean() < 0.6
+    rows, cols = changed.nonzero(as_tuple=True)
+    src = xt[rows, cols] - rows * L                # the column the copy came from
+    assert ((src - cols).abs() <= 2).all() and (src >= lo).all() and (src < L).all()
+    unigram = t2t_noise(x0, where, 0.5, 0.0, torch.Generator().manual_seed(0), lo)
+    assert ((unigram[unigram != x0] % L) >= lo).all()   # unigram noise draws answer tokens only
+
+
+def test_t2t_noise_without_stutter_is_the_earlier_unigram_draw():
+    from labkit.distill import t2t_noise
+    x0 = torch.randint(1, 50, (8, 12), generator=torch.Generator().manual_seed(2))
+    where = torch.rand(8, 12, generator=torch.Generator().manual_seed(3)) < 0.7
+    g = torch.Generator().manual_seed(4)
+    swap = where & (torch.rand(8, 12, generator=g) < 0.3)
+    noise = x0[:, 2:].flatten()[torch.randint(8 * 10, (8, 12), generator=g)]
+    expected = torch.where(swap, noise, x0)        # the draw order the committed models were trained with
+    assert torch.equal(t2t_noise(x0, where, 0.3, 0.0, torch.Generator().manual_seed(4), 2), expected)
+
+
+def test_sampled_trajectories_are_seeded_and_differ_from_greedy(toy, tmp_path):
+    prompts = train_prompts(4)
+    kw = dict(gen_length=8, block_length=4, batch=2, bf16=False, log=None, temperature=1.0)
+    a = make_trajectories(toy, prompts, tmp_path / "a.pt", **kw)
+    b = make_trajectories(toy, prompts, tmp_path / "b.pt", **kw)
+    c = make_trajectories(toy, prompts, tmp_path / "c.pt", **kw, seed=1)
+    greedy = make_trajectories(toy, prompts, tmp_path / "g.pt", gen_length=8, block_length=4, batch=2,
+                               bf16=False, log=None)
+    assert torch.equal(a["answer"], b["answer"])
+    assert not torch.equal(a["answer"], c["answer"]) and not torch.equal(a["answer"], greedy["answer"])
+
+
+@pytest.mark.parametrize("field, value", [("edit_stutter", 1.5), ("edit_stutter", -0.1),
+                                          ("distill_temperature", -1.0), ("distill_top_p", 0.0),
+                                          ("distill_top_p", 1.2)])
+def test_new_distill_knobs_are_checked(field, value):
+    with pytest.raises(ValueError, match=field):
+        TrainConfig(**{field: value})
+
+
+def test_training_on_a_missing_gpu_is_refused(tmp_path):
+    from labkit.train import train
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ValueError, match="device='cuda'"):
+        train(TrainConfig(steps=1), tmp_path / "x", progress=False, log=lambda *_: None, device="cuda")

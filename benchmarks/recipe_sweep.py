@@ -1,0 +1,158 @@
+"""Train variants of the tiny-cap recipe side by side on one GPU and score each on the sampler targets.
+
+    python benchmarks/recipe_sweep.py --out sweep/ --deadline 420      # needs CUDA
+
+Each variant is `RECIPES["tiny-cap"]` with some fields replaced (VARIANTS below); each trains in its
+own process (the models are small, so one GPU holds all of them at once), then is scored on the 96
+held-out prompts of `labkit bench samplers` by the rules the issue sets targets for, and by the
+lab's default sampled decoding (distinct-2: does sampled text loop?). The committed models `tiny`
+and `tiny-cap` are scored the same way, for reference. Writes <out>/results.json (one object per
+model) and prints a table. Scores on a GPU differ from the CPU's in the last bits only; the figures
+that ship are re-measured on the CPU with `labkit bench samplers`.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BASE = "tiny-cap"
+VARIANTS = {
+    "baseline": {},
+    "stutter": dict(edit_stutter=0.5),
+    "stutter_e2": dict(edit_stutter=0.5, edit_prob=0.2),
+    "samp": dict(edit_stutter=0.5, distill_temperature=1.0, distill_top_p=0.9),
+    "samp_2k": dict(edit_stutter=0.5, distill_temperature=1.0, distill_top_p=0.9, distill=2048),
+    "samp_2k_4k": dict(edit_stutter=0.5, distill_temperature=1.0, distill_top_p=0.9, distill=2048, steps=4000),
+    "t08_2k": dict(edit_stutter=0.5, distill_temperature=0.8, distill_top_p=0.9, distill=2048),
+    "samp_2k_cap1": dict(edit_stutter=0.5, distill_temperature=1.0, distill_top_p=0.9, distill=2048, cap_weight=1.0),
+    "samp_2k_e2": dict(edit_stutter=0.5, edit_prob=0.2, distill_temperature=1.0, distill_top_p=0.9, distill=2048),
+}
+REFERENCES = ("tiny", "tiny-cap")
+PROMPTS = 96
+NAMES = ["low_confidence_1tok", "low_confidence_2tok", "threshold_0.95", "threshold_0.93", "threshold_0.9",
+         "entropy_bound", "draft_edit_speed", "draft_edit_quality", "draft_edit_speed_mbe", "draft_edit_quality_mbe"]
+
+
+def score(model: str, device: str) -> dict:
+    """The sampler rows on 96 prompts, the targets, and the default sampler's variety."""
+    import functools
+
+    import labkit as lk
+    from labkit import bench
+    from labkit.bench import bench_samplers
+    from labkit.evaluate import sample_prompts, sample_quality
+    from labkit.metrics import gen_ppl
+
+    lm, ar = lk.load(model, device=device), lk.load("tiny-ar", device=device)
+    bench.run_one = functools.partial(bench.run_one, tps_prompts=0)   # speed is not what is compared here
+    rows = bench_samplers(lm, ar, n_prompts=PROMPTS, names=NAMES, with_ar=False)
+    q = sample_quality(lm, n=64, seed=0)
+    ref = rows["low_confidence_1tok"]["gen_ppl"]
+    ratio = {k: round(r["gen_ppl"] / ref, 3) for k, r in rows.items()}
+    fixed2 = rows["low_confidence_2tok"]["gen_ppl"]
+    return {"rows": rows, "ratio": ratio,
+            "targets": {
+                "threshold_beats_fixed2": any(r["tpf"] >= 2.0 and r["gen_ppl"] < fixed2 for k, r in rows.items()
+                                              if k.startswith(("threshold", "entropy"))),
+                "s_mode": rows["draft_edit_speed"]["tpf"] >= 2.0 and ratio["draft_edit_speed"] <= 1.3,
+                "q_mode": rows["draft_edit_quality"]["tpf"] >= 1.4 and ratio["draft_edit_quality"] <= 1.1,
+                "s_more_tpf_q_lower_ppl": (rows["draft_edit_speed"]["tpf"] > rows["draft_edit_quality"]["tpf"]
+                                           and ratio["draft_edit_quality"] < ratio["draft_edit_speed"])},
+            "sampled": {"distinct_2": round(q["distinct_2"], 4), "word_validity": round(q["word_validity"], 4),
+                        "gen_ppl": round(gen_ppl(ar, sample_prompts(64), q["samples"]), 2)}}
+
+
+def worker(name: str, out: Path, device: str) -> None:
+    """Train one variant (or none, for a reference model), score it, write <out>/<name>.json."""
+    t0 = time.perf_counter()
+    result = {"name": name}
+    if name in VARIANTS:
+        from labkit.train import RECIPES, train
+        cfg = dataclasses.replace(RECIPES[BASE], **VARIANTS[name])
+        folder = train(cfg, out / "runs" / name, progress=False, device=device,
+                       log=lambda m: print(f"[{name}] {m}", flush=True))
+        result.update(overrides=VARIANTS[name], folder=str(folder), train_s=round(time.perf_counter() - t0, 1),
+                      loss_history=json.loads((folder / "training.json").read_text())["loss_history"][-3:])
+        model = str(folder)
+    else:
+        model = name
+    result.update(score(model, device), total_s=round(time.perf_counter() - t0, 1))
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1))
+    print(f"[{name}] done in {result['total_s']} s: targets {result['targets']}", flush=True)
+
+
+def summary(results: list[dict]) -> str:
+    head = (f"{'model':<14}{'1tok':>7}{'2tok':>7}{'t.93 tpf':>9}{'t.93':>7}{'S tpf':>7}{'S x':>6}"
+            f"{'Q tpf':>7}{'Q x':>6}{'Smbe x':>7}{'Qmbe x':>7}{'samp d2':>8}  targets")
+    lines = [head]
+    for r in results:
+        rows, x = r["rows"], r["ratio"]
+        met = "".join("+" if v else "-" for v in r["targets"].values())
+        lines.append(f"{r['name']:<14}{rows['low_confidence_1tok']['gen_ppl']:>7.2f}"
+                     f"{rows['low_confidence_2tok']['gen_ppl']:>7.2f}{rows['threshold_0.93']['tpf']:>9.2f}"
+                     f"{rows['threshold_0.93']['gen_ppl']:>7.2f}{rows['draft_edit_speed']['tpf']:>7.2f}"
+                     f"{x['draft_edit_speed']:>6.2f}{rows['draft_edit_quality']['tpf']:>7.2f}"
+                     f"{x['draft_edit_quality']:>6.2f}{x['draft_edit_speed_mbe']:>7.2f}"
+                     f"{x['draft_edit_quality_mbe']:>7.2f}{r['sampled']['distinct_2']:>8.3f}  {met}")
+    return "\n".join(lines)
+
+
+def rank(results: list[dict]) -> list[dict]:
+    """Trained variants, best first: most targets met, then the most varied sampled text."""
+    trained = [r for r in results if "folder" in r]
+    return sorted(trained, key=lambda r: (-sum(r["targets"].values()), -r["sampled"]["distinct_2"]))
+
+
+def pack(results: list[dict], k: int, dest: Path) -> None:
+    """The k best variants' weights, each in two halves (<name>.safetensors.0/.1) to stay under a
+    per-file size limit; `cat` them back together."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for r in rank(results)[:k]:
+        data = (Path(r["folder"]) / "model.safetensors").read_bytes()
+        half = len(data) // 2
+        (dest / f"{r['name']}.safetensors.0").write_bytes(data[:half])
+        (dest / f"{r['name']}.safetensors.1").write_bytes(data[half:])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default="runs/sweep")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--deadline", type=float, default=420, help="seconds; workers still running are stopped")
+    p.add_argument("--only", nargs="*", help="variant or reference names (default: all)")
+    p.add_argument("--pack", type=int, default=0, help="copy the K best variants' weights to --pack-to")
+    p.add_argument("--pack-to", default="runs/sweep/pack")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if a.worker:
+        worker(a.worker, out, a.device)
+        return 0
+    names = a.only or [*REFERENCES, *VARIANTS]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    procs = {n: subprocess.Popen([sys.executable, __file__, "--out", str(out), "--device", a.device, "--worker", n],
+                                 env=env) for n in names}
+    t0 = time.perf_counter()
+    while any(pr.poll() is None for pr in procs.values()) and time.perf_counter() - t0 < a.deadline:
+        time.sleep(2)
+    for n, pr in procs.items():
+        if pr.poll() is None:
+            print(f"[{n}] stopped at the deadline", flush=True)
+            pr.kill()
+    results = [json.loads((out / f"{n}.json").read_text()) for n in names if (out / f"{n}.json").is_file()]
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    print(summary(results))
+    if a.pack:
+        pack(results, a.pack, Path(a.pack_to))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
