@@ -73,10 +73,18 @@ def make_trajectories(lm, prompts: list[str], path: str | Path, *, gen_length: i
     from .samplers import LowConfidence
 
     path = Path(path)
-    done = torch.load(path, weights_only=False) if path.is_file() else {"prompt": [], "answer": []}
+    settings = dict(gen_length=gen_length, block_length=block_length, temperature=temperature,
+                    top_p=top_p, seed=seed)
+    done = (torch.load(path, weights_only=False) if path.is_file()
+            else {"prompt": [], "answer": [], "settings": settings})
     n = min(len(done["prompt"]), len(prompts))
     if done["prompt"][:n] != prompts[:n]:
         raise ValueError(f"{path} holds answers to other prompts; delete it or use another folder")
+    # files written before the settings were recorded hold greedy answers (seed unused)
+    saved = done.setdefault("settings", {**settings, "temperature": 0.0, "top_p": None, "seed": seed})
+    if saved != settings:
+        raise ValueError(f"{path} holds answers decoded with {saved}, not {settings}; "
+                         f"delete it or use another folder")
     while len(done["prompt"]) < len(prompts):
         chunk = prompts[len(done["prompt"]):len(done["prompt"]) + batch]
         start = len(done["prompt"])

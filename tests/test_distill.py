@@ -145,3 +145,13 @@ def test_training_on_a_missing_gpu_is_refused(tmp_path):
         pytest.skip("this machine has a GPU")
     with pytest.raises(ValueError, match="device='cuda'"):
         train(TrainConfig(steps=1), tmp_path / "x", progress=False, log=lambda *_: None, device="cuda")
+
+
+def test_trajectories_refuse_a_cache_decoded_otherwise(toy, tmp_path):
+    kw = dict(gen_length=4, block_length=4, bf16=False, log=None)
+    make_trajectories(toy, ["A:\n"], tmp_path / "t.pt", **kw)
+    make_trajectories(toy, ["A:\n", "B:\n"], tmp_path / "t.pt", **kw)        # same settings: resumes
+    with pytest.raises(ValueError, match="temperature"):
+        make_trajectories(toy, ["A:\n", "B:\n"], tmp_path / "t.pt", temperature=1.0, **kw)
+    with pytest.raises(ValueError, match="gen_length"):
+        make_trajectories(toy, ["A:\n"], tmp_path / "t.pt", gen_length=8, block_length=4, bf16=False, log=None)
