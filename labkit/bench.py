@@ -62,9 +62,10 @@ def run_one(lm, rule, prompts: list[str], *, steps: int, gen_length: int = GEN_L
 
 def bench_samplers(lm, ar, *, n_prompts: int = 96, names: list[str] | None = None,
                    gen_length: int = GEN_LENGTH, block_length: int = BLOCK_LENGTH, seed: int = 0,
-                   with_ar: bool = True, log=None) -> dict:
+                   with_ar: bool = True, tps_prompts: int = 4, log=None) -> dict:
     """{sampler name: {nfe, tpf, tps, gen_ppl, distinct_2, prompts}} on the held-out prompts; "ar"
-    is the autoregressive twin decoding the same prompts through the same loop."""
+    is the autoregressive twin decoding the same prompts through the same loop. tps_prompts=0
+    skips the batch-1 speed runs (tps is then 0.0)."""
     if not isinstance(n_prompts, int) or n_prompts < 1:
         raise ValueError(f"prompts must be a positive integer, got {n_prompts!r}")
     prompts = sample_prompts(n_prompts)
@@ -78,14 +79,14 @@ def bench_samplers(lm, ar, *, n_prompts: int = 96, names: list[str] | None = Non
             continue
         t0 = time.perf_counter()
         row, texts = run_one(lm, rule, prompts, steps=steps, gen_length=gen_length,
-                             block_length=block_length, seed=seed)
+                             block_length=block_length, seed=seed, tps_prompts=tps_prompts)
         row["gen_ppl"] = round(gen_ppl(ar, prompts, texts), 2)
         results[name] = {**row, "prompts": n_prompts}
         if log:
             log(f"{name:<24} {row}  ({time.perf_counter() - t0:.0f} s)")
     if with_ar and (not names or "ar" in names):
         row, texts = run_one(ar, Autoregressive(), prompts, steps=gen_length, gen_length=gen_length,
-                             block_length=block_length, seed=seed)
+                             block_length=block_length, seed=seed, tps_prompts=tps_prompts)
         row["gen_ppl"] = round(gen_ppl(ar, prompts, texts), 2)
         results["ar"] = {**row, "prompts": n_prompts}
     return results

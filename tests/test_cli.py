@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -146,3 +147,30 @@ def test_bench_length_table_with_chosen_lengths(tmp_path, capsys):
     saved = json.loads((tmp_path / "length.json").read_text())
     assert [r["length"] for r in saved["rows"]] == [32] and saved["rows"][0]["ar_cached"]["nfe"] == 32
     assert (tmp_path / "length.png").stat().st_size > 0
+
+
+def test_bench_samplers_can_skip_the_speed_runs():
+    import labkit as lk
+    from labkit.bench import bench_samplers
+    rows = bench_samplers(lk.load("tiny"), lk.load("tiny-ar"), n_prompts=2, gen_length=32,
+                          names=["low_confidence_2tok", "ar"], tps_prompts=0)
+    assert rows["low_confidence_2tok"]["tps"] == 0.0 and rows["ar"]["tps"] == 0.0
+    assert rows["low_confidence_2tok"]["tpf"] == 2.0 and rows["ar"]["gen_ppl"] > 1.0
+
+
+def test_recipe_sweep_ranks_variants_by_targets_then_variety():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("recipe_sweep", Path(__file__).parents[1] / "benchmarks" / "recipe_sweep.py")
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    rows = {k: {"tpf": 2.0, "gen_ppl": 6.0} for k in sweep.NAMES}
+    ratio = {k: 1.0 for k in sweep.NAMES}
+    def result(name, met, d2, folder=True):
+        r = {"name": name, "rows": rows, "ratio": ratio, "sampled": {"distinct_2": d2},
+             "targets": {"a": met >= 1, "b": met >= 2, "c": False, "d": False}}
+        return {**r, "folder": "x"} if folder else r
+    results = [result("one", 1, 0.9), result("two_low", 2, 0.4), result("two_high", 2, 0.5),
+               result("tiny", 2, 0.99, folder=False)]          # a reference model is never ranked
+    assert [r["name"] for r in sweep.rank(results)] == ["two_high", "two_low", "one"]
+    table = sweep.summary(results)
+    assert table.splitlines()[0].startswith("model") and "++--" in table and len(table.splitlines()) == 5
