@@ -219,7 +219,8 @@ def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log,
     traj = make_trajectories(teacher, train_prompts(cfg.distill, cfg.seed), out / "trajectories.pt",
                              gen_length=cfg.distill_length, block_length=cfg.distill_block,
                              temperature=cfg.distill_temperature, top_p=top_p, seed=cfg.seed, log=log)
-    return pack(tokenizer, traj)
+    ids, attn, P = pack(tokenizer, traj)
+    return ids.to(device), attn.to(device), P                          # (N, P + G) each, on the device
 
 
 def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print,
@@ -269,8 +270,7 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     mask_id = tokenizer.mask_token_id
     logits_fn = lambda x, attn=None: model(x, attn).logits                 # noqa: E731
     if cfg.distill:
-        teacher_rows = tuple(r.to(device) if torch.is_tensor(r) else r
-                             for r in distill_rows(cfg, out, tokenizer, log, device))
+        teacher_rows = distill_rows(cfg, out, tokenizer, log, device)
     model.train()
     bar = tqdm(total=cfg.steps, initial=step, disable=not progress, desc=f"train {cfg.objective}")
     t0, loss_ema = time.perf_counter(), None
