@@ -32,6 +32,9 @@ VARIANTS = {
     "t08_2k": dict(edit_stutter=0.5, distill_temperature=0.8, distill_top_p=0.9, distill=2048),
     "samp_2k_cap1": dict(edit_stutter=0.5, distill_temperature=1.0, distill_top_p=0.9, distill=2048, cap_weight=1.0),
     "samp_2k_e2": dict(edit_stutter=0.5, edit_prob=0.2, distill_temperature=1.0, distill_top_p=0.9, distill=2048),
+    # corpus rows mixed into the teacher's batches (plain masked diffusion), for sampled variety
+    "mix25": dict(distill_mix=0.25),
+    "mix50": dict(distill_mix=0.5),
 }
 REFERENCES = ("tiny", "tiny-cap")
 PROMPTS = 96

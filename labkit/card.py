@@ -31,7 +31,10 @@ def _extras(cfg: dict) -> list[str]:
                         if cfg.get("distill_temperature") else "greedily, ") +
                      f"one token per step ({cfg.get('distill_length', 128)} tokens, block "
                      f"{cfg.get('distill_block', 32)}); the student learns those answers from block-decoding "
-                     "canvases (earlier blocks written, the current one partly masked, later ones masked).")
+                     "canvases (earlier blocks written, the current one partly masked, later ones masked)."
+                     + (f" {cfg['distill_mix']:.0%} of each batch is training-play text instead, with the "
+                        "plain masked-diffusion loss, to keep the variety of real text."
+                        if cfg.get("distill_mix") else ""))
     if cfg.get("cap_weight"):
         lines.append(f"- CAP (LLaDA2.0): + {cfg['cap_weight']} × mean entropy of the correctly predicted "
                      "masked tokens, to raise confidence and so tokens per forward.")

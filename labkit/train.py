@@ -50,6 +50,8 @@ class TrainConfig:
     distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
     distill_temperature: float = 0.0  # the teacher's sampling temperature (0 = greedy answers)
     distill_top_p: float = 1.0     # ... within this nucleus (1.0 = the whole distribution)
+    distill_mix: float = 0.0       # share of each distillation batch drawn from the corpus instead
+                                   # (plain masked diffusion: keeps the variety of real text)
 
     def __post_init__(self):
         if self.objective not in ("diffusion", "ar"):
@@ -67,6 +69,10 @@ class TrainConfig:
             raise ValueError(f"distill_temperature must be >= 0, got {self.distill_temperature}")
         if not 0 < self.distill_top_p <= 1:
             raise ValueError(f"distill_top_p must be in (0, 1], got {self.distill_top_p}")
+        if not 0 <= self.distill_mix < 1:
+            raise ValueError(f"distill_mix must be in [0, 1), got {self.distill_mix}")
+        if self.distill_mix and not self.distill:
+            raise ValueError("distill_mix mixes corpus rows into distillation batches; set distill > 0 too")
         if not self.cap_weight >= 0:
             raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
         if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
@@ -282,10 +288,16 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
             if cfg.distill:
                 ids, attn, P = teacher_rows
-                rows = torch.randint(len(ids), (cfg.batch_size,), generator=g).to(device)
+                n_corpus = round(cfg.batch_size * cfg.distill_mix)         # the rest: teacher answers
+                rows = torch.randint(len(ids), (cfg.batch_size - n_corpus,), generator=g).to(device)
                 loss = block_distill_loss(logits_fn, ids[rows], attn[rows], P, cfg.distill_block, mask_id,
                                           eps=cfg.eps, generator=g, cap_weight=cfg.cap_weight,
                                           edit_prob=cfg.edit_prob, edit_stutter=cfg.edit_stutter)
+                if n_corpus:                 # each part is a per-token mean: weight them by their rows
+                    plain = masked_diffusion_loss(logits_fn, x0[:n_corpus], mask_id, eps=cfg.eps, generator=g,
+                                                  cap_weight=cfg.cap_weight, edit_prob=cfg.edit_prob,
+                                                  edit_stutter=cfg.edit_stutter)
+                    loss = (loss * len(rows) + plain * n_corpus) / cfg.batch_size
             elif cfg.objective == "diffusion":
                 loss = masked_diffusion_loss(logits_fn, x0, mask_id, eps=cfg.eps, generator=g,
                                              cap_weight=cfg.cap_weight, edit_prob=cfg.edit_prob,

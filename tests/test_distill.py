@@ -133,10 +133,16 @@ def test_sampled_trajectories_are_seeded_and_differ_from_greedy(toy, tmp_path):
 
 @pytest.mark.parametrize("field, value", [("edit_stutter", 1.5), ("edit_stutter", -0.1),
                                           ("distill_temperature", -1.0), ("distill_top_p", 0.0),
-                                          ("distill_top_p", 1.2)])
+                                          ("distill_top_p", 1.2), ("distill_mix", 1.0),
+                                          ("distill_mix", -0.1)])
 def test_new_distill_knobs_are_checked(field, value):
     with pytest.raises(ValueError, match=field):
         TrainConfig(**{field: value})
+
+
+def test_distill_mix_needs_distillation():
+    with pytest.raises(ValueError, match="distill_mix"):
+        TrainConfig(distill_mix=0.5)
 
 
 def test_training_on_a_missing_gpu_is_refused(tmp_path):
@@ -155,3 +161,11 @@ def test_trajectories_refuse_a_cache_decoded_otherwise(toy, tmp_path):
         make_trajectories(toy, ["A:\n", "B:\n"], tmp_path / "t.pt", temperature=1.0, **kw)
     with pytest.raises(ValueError, match="gen_length"):
         make_trajectories(toy, ["A:\n"], tmp_path / "t.pt", gen_length=8, block_length=4, bf16=False, log=None)
+
+
+def test_the_card_names_the_distillation_mix():
+    from labkit.card import _extras
+    cfg = dict(init_from="tiny", distill=512, distill_temperature=0.0, cap_weight=0.5)
+    assert not any("training-play text instead" in line for line in _extras(cfg))
+    text = " ".join(_extras({**cfg, "distill_mix": 0.25}))
+    assert "512 training-play prompts" in text and "25% of each batch is training-play text" in text

@@ -1,5 +1,6 @@
 """The training recipe: the masked-diffusion loss by hand, and exact resume after an interruption."""
 import dataclasses
+import json
 
 import pytest
 import torch
@@ -160,3 +161,9 @@ def test_distill_trains_on_the_teachers_own_answers(tmp_path, small_corpus):
     assert len(traj["prompt"]) == 3 and all(a.shape == (8,) for a in traj["answer"])
     student = labkit.load(str(out))
     assert student.net.config.vocab_size == len(tok)
+    # corpus rows mixed in (one of the two rows here): the same seed gives another student
+    mixed = train(dataclasses.replace(cfg, distill_mix=0.5), tmp_path / "mixed", progress=False,
+                  log=lambda *_: None)
+    a, b = (labkit.load(str(p)).net.state_dict() for p in (out, mixed))
+    assert any(not torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((mixed / "training.json").read_text())["config"]["distill_mix"] == 0.5
