@@ -1,14 +1,16 @@
 """Train variants of the tiny-cap recipe side by side on one GPU and score each on the sampler targets.
 
-    python benchmarks/recipe_sweep.py --out sweep/ --deadline 420      # needs CUDA
+    python benchmarks/recipe_sweep.py --out sweep/ --deadline 420      # all variants, one GPU
+    python benchmarks/recipe_sweep.py --device cpu --only mix25 mix50 --deadline 9000
+                                       # on a 2-core CPU: about 40 min training + 47 min scoring each
 
 Each variant is `RECIPES["tiny-cap"]` with some fields replaced (VARIANTS below); each trains in its
 own process (the models are small, so one GPU holds all of them at once), then is scored on the 96
 held-out prompts of `labkit bench samplers` by the rules the issue sets targets for, and by the
 lab's default sampled decoding (distinct-2: does sampled text loop?). The committed models `tiny`
 and `tiny-cap` are scored the same way, for reference. Writes <out>/results.json (one object per
-model) and prints a table. Scores on a GPU differ from the CPU's in the last bits only; the figures
-that ship are re-measured on the CPU with `labkit bench samplers`.
+model, with the device it ran on) and prints a table. Scores on a GPU differ from the CPU's in the
+last bits only; the figures that ship are re-measured on the CPU with `labkit bench samplers`.
 """
 from __future__ import annotations
 
@@ -71,7 +73,7 @@ def score(model: str, device: str) -> dict:
 def worker(name: str, out: Path, device: str) -> None:
     """Train one variant (or none, for a reference model), score it, write <out>/<name>.json."""
     t0 = time.perf_counter()
-    result = {"name": name}
+    result = {"name": name, "device": device}
     if name in VARIANTS:
         from labkit.train import RECIPES, train
         cfg = dataclasses.replace(RECIPES[BASE], **VARIANTS[name])

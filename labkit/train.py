@@ -73,6 +73,9 @@ class TrainConfig:
             raise ValueError(f"distill_mix must be in [0, 1), got {self.distill_mix}")
         if self.distill_mix and not self.distill:
             raise ValueError("distill_mix mixes corpus rows into distillation batches; set distill > 0 too")
+        if round(self.batch_size * self.distill_mix) >= self.batch_size:
+            raise ValueError(f"distill_mix={self.distill_mix} leaves no teacher row in a batch of "
+                             f"{self.batch_size}; use a smaller distill_mix or a larger batch_size")
         if not self.cap_weight >= 0:
             raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
         if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
@@ -89,7 +92,8 @@ RECIPES = {
     "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
     # self-distilled on tiny's own greedy answers to 512 training prompts, with CAP and T2T noise
     # (half of it neighbour copies: the stutters a parallel draft makes); chosen among 9 variants
-    # trained side by side by benchmarks/recipe_sweep.py (results in benchmarks/results/recipe_sweep.json)
+    # trained side by side by benchmarks/recipe_sweep.py (results in benchmarks/results/recipe_sweep.json;
+    # distill_mix 0.25 / 0.5 were tried since: sampled text loops more and S mode is worse)
     "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=2000, lr=5e-4, warmup=50,
                             cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, distill=512),
 }

@@ -167,3 +167,5 @@ def test_distill_trains_on_the_teachers_own_answers(tmp_path, small_corpus):
     a, b = (labkit.load(str(p)).net.state_dict() for p in (out, mixed))
     assert any(not torch.equal(a[k], b[k]) for k in a)
     assert json.loads((mixed / "training.json").read_text())["config"]["distill_mix"] == 0.5
+    with pytest.raises(ValueError, match="distill_mix=0.9 leaves no teacher row"):
+        dataclasses.replace(cfg, distill_mix=0.9)                 # a batch of 2: both rows corpus
