@@ -255,7 +255,7 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     else:
         tokenizer = train_tokenizer(texts, cfg.vocab_size)
         tokenizer.save_pretrained(out)
-    corpus = Corpus(tokenizer, texts)
+    corpus = Corpus(tokenizer, texts) if not cfg.distill or cfg.distill_mix else None   # None: teacher rows
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' but torch sees no GPU here; use device='cpu'")
@@ -285,7 +285,7 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     bar = tqdm(total=cfg.steps, initial=step, disable=not progress, desc=f"train {cfg.objective}")
     t0, loss_ema = time.perf_counter(), None
     while step < cfg.steps:
-        x0 = corpus.batch(cfg, step).to(device)
+        x0 = corpus.batch(cfg, step).to(device) if corpus is not None else None   # (B, L)
         g = torch.Generator().manual_seed(cfg.seed * 7_919 + step)
         for group in opt.param_groups:
             group["lr"] = lr_at(cfg, step)
