@@ -57,7 +57,7 @@ def write_card(model: str, result: dict) -> Path:
     with safe_open(folder / "model.safetensors", "pt") as f:      # tied embeddings are stored once
         size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
     kind = "causal (autoregressive twin)" if cfgm.get("is_causal") else "bidirectional masked-diffusion"
-    where = {"cuda": "one GPU (`--device cuda`)"}.get(training.get("device", "cpu"), "a 2-core CPU")
+    where = "one GPU (`--device cuda`)" if training.get("device") == "cuda" else "a 2-core CPU"
     lines = [
         f"# labkit `{model}`: a tiny {kind} LM trained on Shakespeare",
         "",
