@@ -32,8 +32,8 @@ lab: install
 	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True notebooks/01_quickstart.ipynb
 
 test: install
-	$(BIN)/python -m pytest -q tests notebooks --nbval --nbval-current-env \
-	    --nbval-sanitize-with notebooks/sanitize.cfg
+	$(BIN)/python -m pytest -q -p tests.nbval_plugin tests notebooks --nbval --nbval-current-env \
+	    --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # Re-execute the notebooks in place (the stored outputs nbval compares against).
 notebooks: install

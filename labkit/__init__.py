@@ -9,9 +9,10 @@ from .control import Ban, Infill, Keywords, Pin, ReNoise
 from .decode import Output, generate, stream
 from .model import DLM, load, toy
 from .samplers import Autoregressive, DecodeState, DraftEdit, EntropyBound, LowConfidence, StepRecord, Threshold
+from .threads import set_threads
 from .trace import Trace
 
 __all__ = ["Autoregressive", "Ban", "cache", "control", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound",
            "Infill", "Keywords", "LowConfidence", "Pin", "ReNoise", "Threshold", "Output", "StepRecord", "Trace",
-           "generate", "load", "profile", "stream", "toy", "viz", "widgets"]
+           "generate", "load", "profile", "set_threads", "stream", "toy", "viz", "widgets"]
 __version__ = "0.1.0"

@@ -279,3 +279,87 @@ def bench_cache(lm, ar, *, n_prompts: int = 8, repeats: int = 3, gen_length: int
                                       "gen_ppl": round(gen_ppl(ar, prompts, texts[k]), 3)} for k in models}
     return result
 __all__ = ["bench_batch", "bench_cache", "bench_length", "bench_overhead", "long_prompts", "sweep_figure"]
+
+
+# --- `labkit bench panel`: Generate → every view re-rendered, quiet and next to a busy neighbour ---
+NEIGHBOUR = ("import torch\nx = torch.randn(768, 768)\n"
+             "while True:\n    x = torch.tanh(x @ x)\n")     # a CPU-bound torch job, torch's default threads
+THREAD_CANDIDATES = {                                          # name → environment of the panel's process
+    "labkit default": {},
+    "torch default threads": {"LABKIT_THREADS": "torch"},
+    "torch default + OMP passive": {"LABKIT_THREADS": "torch", "OMP_WAIT_POLICY": "PASSIVE"},
+}
+_CHILD = """
+import json, sys, torch, labkit as lk
+from labkit.widgets import regenerate_latency
+lm = lk.load({model!r})
+r = regenerate_latency(lm, repeats={repeats}, live_every={live!r}, gen_length=64, steps=64)
+r["threads"] = torch.get_num_threads()
+print("RESULT " + json.dumps(r))
+"""
+
+
+def _panel_child(model: str, repeats: int, env: dict, live: float | None, timeout: float) -> dict:
+    """regenerate_latency in a fresh process (thread pools and OpenMP settings start anew)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = _CHILD.format(model=model, repeats=repeats, live=live)
+    full_env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_THREADS", "OMP_WAIT_POLICY")}
+    r = subprocess.run([sys.executable, "-c", code], env={**full_env, **env}, capture_output=True,
+                       text=True, timeout=timeout)
+    line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
+    if r.returncode or not line:
+        raise RuntimeError(f"panel benchmark child failed ({r.returncode}): {r.stderr.strip()[-400:]}")
+    return json.loads(line[0][len("RESULT "):])
+
+
+class busy_neighbour:
+    """A CPU-bound process beside the benchmark for the duration of a `with` block."""
+
+    def __enter__(self):
+        import subprocess
+        import sys
+        self.proc = subprocess.Popen([sys.executable, "-c", NEIGHBOUR])
+        time.sleep(3)                                          # let it import torch and start spinning
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def bench_panel(model: str = "tiny", *, repeats: int = 5, log=None) -> dict:
+    """The panel's Generate → every view re-rendered (64 tokens, 64 steps, greedy, on `model`),
+    median of `repeats` presses, each thread setting in a fresh process, quiet and next to a busy
+    neighbour; plus S mode on the parallel model and the cost of drawing the run live."""
+    from . import defaults, threads
+    from .model import load
+    from .widgets import LIVE_EVERY, preset_knobs, regenerate_latency
+
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    rows = []
+    for neighbour in (False, True):
+        for name, env in THREAD_CANDIDATES.items():
+            if log:
+                log(f"panel: {name}{' + busy neighbour' if neighbour else ''}")
+            if neighbour:
+                with busy_neighbour():
+                    r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
+            else:
+                r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
+            rows.append({"candidate": name, "env": env, "neighbour": neighbour, **r})
+    if log:
+        log("panel: live drawing on / off, S mode")
+    lm = load(model)
+    knobs = dict(gen_length=64, steps=64)
+    live = {"on": regenerate_latency(lm, repeats=repeats, live_every=LIVE_EVERY, **knobs),
+            "off": regenerate_latency(lm, repeats=repeats, live_every=None, **knobs)}
+    live["cost_ratio"] = round(live["on"]["generate_median_s"] / live["off"]["generate_median_s"], 3)
+    s_mode = regenerate_latency(load(defaults.PARALLEL_MODEL), repeats=repeats, gen_length=64,
+                                sampler="draft_edit", **preset_knobs("speed"))
+    return {"model": model, "cores": threads.cores(), "rows": rows, "live": live, "s_mode": s_mode,
+            "repeats": repeats}

@@ -15,26 +15,65 @@ import time
 
 
 def _generate(a) -> int:
-    from .decode import generate
+    from . import defaults
+    from .decode import check_knobs, check_seed, generate
+    from .samplers import registry
 
+    # everything that needs no model is checked first, so bad input fails before the model loads
+    html_path = _output_file(a.html, "--html", ".html")
+    trace_path = _output_file(a.trace, "--trace", ".npz")
+    name, sampler = _sampler(a)
+    check_knobs(sampler, gen_length=a.gen_length, block_length=a.block_length, steps=a.steps,
+                cfg_scale=a.cfg_scale, penalty_lambda=a.penalty_lambda)
+    check_seed(a.seed)
+    controls = _controls(a)
+    if a.model is None:                         # S / Q mode on the lab's model that can do them
+        a.model = defaults.PARALLEL_MODEL if name in registry.PRESETS else defaults.MODEL
+        if name in registry.PRESETS:
+            _note(f"{name} mode runs on {a.model}, the lab's model for parallel decoding "
+                  f"(choose another with --model)")
     lm = _load(a)
-    sampler = _sampler(a, lm)
+    if a.sampler is None and lm.kind == "causal":
+        name, sampler = "autoregressive", registry.rule("autoregressive", temperature=sampler.temperature,
+                                                       top_p=sampler.top_p)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
     t0 = time.perf_counter()
     out = generate(lm, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
                    steps=a.steps, cfg_scale=a.cfg_scale, seed=a.seed, eos_early_stop=a.eos_early_stop,
-                   penalty_lambda=a.penalty_lambda, controls=_controls(a))
+                   penalty_lambda=a.penalty_lambda, controls=controls)
     seconds = time.perf_counter() - t0
     print(prompt + out.text)
     print(f"--- NFE {out.stats['nfe']} · {out.stats['gen_tokens']} tokens · "
           f"TPF {out.stats['tpf']:.2f} · {seconds:.2f} s · {out.stats['tps']:.1f} tok/s", file=sys.stderr)
-    if a.html:
+    note = defaults.parallel_note(lm.name, name, out.stats["tpf"])
+    if note:
+        _note(note)
+    if html_path:
         from .viz import to_html
-        path = to_html(out.trace, lm, a.html, title=f"{lm.name}: {prompt.strip()}", stats=out.stats)
+        path = to_html(out.trace, lm, html_path, title=f"{lm.name}: {prompt.strip()}", stats=out.stats)
         print(f"step-through view written to {path}", file=sys.stderr)
-    if a.trace:
-        print(f"trace written to {out.trace.save(a.trace)}", file=sys.stderr)
+    if trace_path:
+        print(f"trace written to {out.trace.save(trace_path)}", file=sys.stderr)
     return 0
+
+
+def _note(text: str) -> None:
+    print(f"labkit: note: {text}", file=sys.stderr)
+
+
+def _output_file(value: str | None, flag: str, suffix: str):
+    """The file an output flag names: its folder must exist and it must not be a folder. A
+    name without the suffix gets it (the file written is the one reported)."""
+    from pathlib import Path
+
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if path.is_dir() or value.endswith(("/", "\\")):
+        raise ValueError(f"{flag} takes a file name, got the folder {value!r} (e.g. {flag} {value.rstrip('/')}/run{suffix})")
+    if not path.parent.is_dir():
+        raise ValueError(f"{flag}: folder {str(path.parent)!r} does not exist; create it first")
+    return path if path.suffix == suffix else path.with_name(path.name + suffix)
 
 
 def _controls(a) -> list:
@@ -53,29 +92,39 @@ def _controls(a) -> list:
     return controls
 
 
-SAMPLERS = ("low_confidence", "threshold", "factor", "entropy_bound", "speed", "quality", "autoregressive")
+def _sampler(a):
+    """(rule name, rule object) from the flags. A flag the chosen rule does not read is refused;
+    one that only does nothing here (--steps under a rule that runs until each block is full,
+    --top-p at temperature 0) gets a note."""
+    from . import defaults
+    from .samplers import registry
+
+    name = a.sampler or "low_confidence"
+    if a.remasking is not None:
+        if name not in ("low_confidence", "random"):
+            raise ValueError(f"--remasking: not read by sampler {name!r} (only by low_confidence)")
+        name = "random" if a.remasking == "random" else name
+    temperature = defaults.TEMPERATURE if a.temperature is None else a.temperature
+    if a.top_p is not None and temperature == 0:
+        _note("--top-p does nothing at temperature 0 (greedy decoding)")
+    top_p = (defaults.TOP_P if a.top_p is None else a.top_p) if temperature > 0 else None
+    flags = {"threshold": a.threshold, "editing_threshold": a.editing_threshold, "factor": a.factor,
+             "entropy_bound": a.entropy_bound}
+    for knob, value in flags.items():
+        if value is not None and knob not in registry.knobs(name):
+            reads = sorted(registry.knobs(name) & set(flags))
+            raise ValueError(f"--{knob.replace('_', '-')}: not read by sampler {name!r}"
+                             + (f" (it reads {', '.join('--' + r.replace('_', '-') for r in reads)})" if reads
+                                else f"; use --sampler {' or '.join(_readers(knob))}"))
+    if a.steps_given and not registry.budgeted(name):
+        _note(f"--steps is ignored by sampler {name!r}: it runs each block until it is done")
+    a.steps = defaults.STEPS if a.steps is None else a.steps
+    return name, registry.rule(name, temperature=temperature, top_p=top_p, **flags)
 
 
-def _sampler(a, lm):
-    from .samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
-
-    name = a.sampler or ("autoregressive" if lm.kind == "causal" else "low_confidence")
-    knobs = dict(temperature=a.temperature, top_p=a.top_p if a.temperature > 0 else None)
-    if name == "low_confidence":
-        return LowConfidence(remasking=a.remasking, **knobs)
-    if name == "threshold":
-        return Threshold(threshold=0.9 if a.threshold is None else a.threshold, **knobs)
-    if name == "factor":
-        return Threshold(threshold=None, factor=1.0, **knobs)
-    if name == "entropy_bound":
-        return EntropyBound(**knobs)
-    if name in ("speed", "quality"):
-        preset = getattr(DraftEdit, name)
-        extra = {} if a.threshold is None else {"threshold": a.threshold}
-        if a.editing_threshold is not None:
-            extra["editing_threshold"] = a.editing_threshold
-        return preset(**extra, **knobs)
-    return Autoregressive(**knobs)
+def _readers(knob: str) -> list[str]:
+    from .samplers import registry
+    return [n for n in registry.NAMES if knob in registry.knobs(n)]
 
 
 def _save(a, name: str, result):
@@ -224,22 +273,30 @@ def _bench_controls(a) -> int:
 
 
 def _bench_panel(a) -> int:
-    """Generate → every view re-rendered, on the lab panel: 64 tokens, 64 steps, greedy."""
-    from .widgets import regenerate_latency
+    """Generate → every view re-rendered, on the lab panel: 64 tokens, 64 steps, greedy; each
+    thread setting quiet and next to a busy neighbour process; live drawing on and off; S mode."""
+    from .bench_profile import bench_panel
 
-    lm = _load(a)
-    runs = {"low_confidence (64 steps)": regenerate_latency(lm, repeats=a.repeats, gen_length=64, steps=64),
-            "draft_edit S mode": regenerate_latency(lm, repeats=a.repeats, gen_length=64, sampler="draft_edit",
-                                                    threshold=0.5, editing_threshold=0.0)}
-    out = _save(a, "panel.json", runs)
+    log = (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
+    r = bench_panel(a.model, repeats=a.repeats, log=log)
+    out = _save(a, "panel.json", r)
     if a.json:
-        print(json.dumps(runs))
+        print(json.dumps(r))
         return 0
-    print(f"== lab panel, {a.model}, 64 tokens, median of {a.repeats} presses (target: generate ≤ 1.5 s)")
-    print(f"{'run':<28}{'generate s':>11}{'max s':>8}{'decode s':>10}{'render s':>10}{'scrub s':>9}{'steps':>7}")
-    for name, r in runs.items():
-        print(f"{name:<28}{r['generate_median_s']:>11.3f}{r['generate_max_s']:>8.3f}{r['decode_median_s']:>10.3f}"
-              f"{r['render_median_s']:>10.3f}{r['scrub_median_s']:>9.4f}{r['steps']:>7}")
+    print(f"== lab panel, {r['model']}, 64 tokens in 64 steps, greedy, median of {r['repeats']} presses, "
+          f"{r['cores']} cores (target: generate <= 1.5 s)")
+    print(f"{'threads':<30}{'neighbour':>10}{'n':>3}{'generate s':>11}{'max s':>8}{'decode s':>10}"
+          f"{'render s':>10}{'first s':>9}")
+    for row in r["rows"]:
+        print(f"{row['candidate']:<30}{'busy' if row['neighbour'] else '-':>10}{row['threads']:>3}"
+              f"{row['generate_median_s']:>11.3f}{row['generate_max_s']:>8.3f}{row['decode_median_s']:>10.3f}"
+              f"{row['render_median_s']:>10.3f}{row['first_press_s']:>9.3f}")
+    lv = r["live"]
+    print(f"live drawing: {lv['on']['generate_median_s']:.3f} s with ({lv['on']['live_redraws_median']:.0f} redraws) "
+          f"against {lv['off']['generate_median_s']:.3f} s without: x{lv['cost_ratio']:.3f}")
+    sm = r["s_mode"]
+    print(f"S mode on {sm['model']}: generate {sm['generate_median_s']:.3f} s, {sm['steps']} steps; "
+          f"scrub {1000 * sm['scrub_median_s']:.1f} ms per step move")
     print(f"written: {out / 'panel.json'}")
     return 0
 
@@ -311,8 +368,17 @@ def _load(a):
     return load(a.model, device=a.device, dtype=dtype, trust_remote_code=a.trust_remote_code)
 
 
-def _model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="tiny", help="'tiny', a model folder, or a hub id (default: tiny)")
+class _Given(argparse.Action):
+    """Store the value and remember that the flag was given (a default cannot tell)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
+def _model_args(p: argparse.ArgumentParser, default: str | None = "tiny", help_default: str = "tiny") -> None:
+    p.add_argument("--model", default=default, help=f"'tiny', 'tiny-cap', 'tiny-ar', a model folder, or a "
+                   f"hub id (default: {help_default})")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default: cpu)")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     p.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA / Dream hub models")
@@ -320,23 +386,32 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import defaults
+    from .samplers import registry
 
     p = argparse.ArgumentParser(prog="labkit", description="See, teach and measure diffusion LMs.")
     sub = p.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("generate", help="generate text and report NFE and time")
     g.add_argument("prompt")
-    _model_args(g)
+    _model_args(g, default=None, help_default=f"{defaults.MODEL}; {defaults.PARALLEL_MODEL} for "
+                f"--sampler speed / quality")
     g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH)
     g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH)
-    g.add_argument("--steps", type=int, default=defaults.STEPS)
-    g.add_argument("--temperature", type=float, default=defaults.TEMPERATURE)
-    g.add_argument("--top-p", type=float, default=defaults.TOP_P)
-    g.add_argument("--sampler", choices=SAMPLERS, help="rule (default: low_confidence; autoregressive for a "
-                   "causal model); speed / quality are LLaDA2.1's S and Q modes")
-    g.add_argument("--threshold", type=float, help="threshold / DraftEdit τ_mask")
-    g.add_argument("--editing-threshold", type=float, help="DraftEdit τ_edit")
-    g.add_argument("--remasking", default="low_confidence", choices=["low_confidence", "random"])
+    g.add_argument("--steps", type=int, action=_Given, help=f"step budget (default {defaults.STEPS}; "
+                   "rules that run until each block is done ignore it)")
+    g.add_argument("--temperature", type=float, help=f"default {defaults.TEMPERATURE}; 0 is greedy")
+    g.add_argument("--top-p", type=float, help=f"nucleus at temperature > 0 (default {defaults.TOP_P})")
+    g.add_argument("--sampler", choices=registry.NAMES, help="rule (default: low_confidence; autoregressive "
+                   "for a causal model); speed / quality are LLaDA2.1's S and Q modes")
+    g.add_argument("--threshold", type=float, help="threshold, draft_edit, speed, quality: commit at or "
+                   "above this confidence, in [0, 1]")
+    g.add_argument("--editing-threshold", type=float, help="draft_edit, speed, quality: edit at or above "
+                   "this probability, in [0, 1]")
+    g.add_argument("--factor", type=float, help="factor: Fast-dLLM's factor (> 0, default 1.0)")
+    g.add_argument("--entropy-bound", type=float, help="entropy_bound: the EB-sampler's bound in nats "
+                   "(>= 0, default 0.1)")
+    g.add_argument("--remasking", choices=["low_confidence", "random"], help="low_confidence (default) "
+                   "or random (the same as --sampler random)")
     g.add_argument("--eos-early-stop", action="store_true", help="stop once an EOS is written")
     g.add_argument("--penalty-lambda", type=float, default=0.0, help="anti-stutter penalty (SGLang)")
     g.add_argument("--cfg-scale", type=float, default=0.0)
@@ -347,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "of the answer (repeatable)")
     g.add_argument("--html", help="write the step-through view to this HTML file")
     g.add_argument("--trace", help="save the trace (.npz) to this path")
-    g.set_defaults(fn=_generate)
+    g.set_defaults(fn=_generate, steps_given=False)
 
     e = sub.add_parser("eval", help="held-out accuracy, ELBO and sample quality")
     _model_args(e)

@@ -3,6 +3,7 @@ the stream into an Output. Blocks, classifier-free guidance and batching live he
 commit at each step is the sampler rule's business."""
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
@@ -14,6 +15,7 @@ from . import control as ctl
 from .samplers.autoregressive import Autoregressive
 from .samplers.base import DecodeState, StepRecord
 from .samplers.low_confidence import LowConfidence
+from .samplers.registry import resolve
 from .trace import Trace
 
 
@@ -35,25 +37,12 @@ def default_sampler(lm):
     return Autoregressive() if getattr(lm, "kind", "masked") == "causal" else LowConfidence()
 
 
-def _check(lm, sampler, prompts, gen_length, block_length, steps, cfg_scale, penalty_lambda):
-    causal = getattr(lm, "kind", "masked") == "causal"
-    if causal and not getattr(sampler, "decodes_causal", False):
-        raise ValueError(f"model {lm.name!r} is causal (kind='causal'): it can only be decoded left "
-                         f"to right, with sampler=Autoregressive(); {type(sampler).__name__} needs "
-                         f"a masked diffusion model")
-    if not causal and (lm.mask_id is None or lm.mask_id < 0):
-        raise ValueError(f"model {lm.name!r} has no mask token; diffusion decoding needs one")
-    if causal and cfg_scale:
-        raise ValueError("cfg_scale must be 0 for a causal model (guidance masks the prompt)")
+def check_knobs(sampler, *, gen_length: int, block_length: int, steps: int, cfg_scale: float = 0.0,
+                penalty_lambda: float = 0.0) -> int:
+    """The canvas and loop knobs, checked without a model (the CLI checks them before it loads
+    one). Returns the number of blocks."""
     if not penalty_lambda >= 0:
         raise ValueError(f"penalty_lambda must be >= 0, got {penalty_lambda}")
-    if isinstance(prompts, str):
-        prompts = [prompts]
-    if not isinstance(prompts, (list, tuple)) or not prompts:
-        raise ValueError("prompt must be a non-empty string or a non-empty list of strings")
-    for p in prompts:
-        if not isinstance(p, str) or not p.strip():
-            raise ValueError(f"prompt must be non-empty text, got {p!r}")
     for name, v in (("gen_length", gen_length), ("block_length", block_length), ("steps", steps)):
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -69,6 +58,34 @@ def _check(lm, sampler, prompts, gen_length, block_length, steps, cfg_scale, pen
                          f"each step commits at least one token")
     if not cfg_scale >= 0:
         raise ValueError(f"cfg_scale must be >= 0, got {cfg_scale}")
+    return num_blocks
+
+
+def check_seed(seed) -> None:
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                             or not 0 <= seed < 2**63):
+        raise ValueError(f"seed must be an integer in [0, 2**63) or None, got {seed!r}")
+
+
+def _check(lm, sampler, prompts, gen_length, block_length, steps, cfg_scale, penalty_lambda):
+    causal = getattr(lm, "kind", "masked") == "causal"
+    if causal and not getattr(sampler, "decodes_causal", False):
+        raise ValueError(f"model {lm.name!r} is causal (kind='causal'): it can only be decoded left "
+                         f"to right, with sampler=Autoregressive(); {type(sampler).__name__} needs "
+                         f"a masked diffusion model")
+    if not causal and (lm.mask_id is None or lm.mask_id < 0):
+        raise ValueError(f"model {lm.name!r} has no mask token; diffusion decoding needs one")
+    if causal and cfg_scale:
+        raise ValueError("cfg_scale must be 0 for a causal model (guidance masks the prompt)")
+    if isinstance(prompts, str):
+        prompts = [prompts]
+    if not isinstance(prompts, (list, tuple)) or not prompts:
+        raise ValueError("prompt must be a non-empty string or a non-empty list of strings")
+    for p in prompts:
+        if not isinstance(p, str) or not p.strip():
+            raise ValueError(f"prompt must be non-empty text, got {p!r}")
+    num_blocks = check_knobs(sampler, gen_length=gen_length, block_length=block_length, steps=steps,
+                             cfg_scale=cfg_scale, penalty_lambda=penalty_lambda)
     encoded = [lm.encode(p) for p in prompts]
     longest = max(map(len, encoded))
     if lm.max_length is not None and longest + gen_length > lm.max_length:
@@ -125,6 +142,8 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     """Yield one StepRecord per forward pass. The only decoding loop in labkit.
 
     prompt: a string or a list of strings (a batch, left-padded with an attention mask).
+    sampler: a rule object (lk.Threshold(), ...) or a rule name ("speed", "threshold", ...;
+    labkit.samplers.registry.NAMES); None is LLaDA's rule (left to right for a causal model).
     The canvas is gen_length masks after the prompt, decoded in gen_length / block_length
     semi-autoregressive blocks of steps / num_blocks steps each. Pass `trace` to have the
     records collected as they are yielded.
@@ -137,12 +156,13 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
 
     `controls`: labkit.control hooks (Pin, Infill, Keywords, Ban, ReNoise) in any combination;
     positions they fix are frozen, and records then carry `pinned` (fixed answer positions)."""
-    sampler = sampler if sampler is not None else default_sampler(lm)
+    sampler = resolve(sampler) or default_sampler(lm)
     controls = ctl.check(controls)
     encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale,
                                  penalty_lambda)
+    check_seed(seed)
     if generator is None:
-        generator = torch.Generator(device=lm.device).manual_seed(0 if seed is None else seed)
+        generator = torch.Generator(device=lm.device).manual_seed(0 if seed is None else int(seed))
     elif seed is not None:
         raise ValueError("pass either seed or generator, not both")
     elif generator.device.type != lm.device.type:
@@ -253,14 +273,20 @@ def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int) -> t
 def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] | None = None,
              gen_length: int = 64, block_length: int = 32, steps: int = 64, cfg_scale: float = 0.0,
              eos_early_stop: bool = False, penalty_lambda: float = 0.0,
-             generator: torch.Generator | None = None, seed: int | None = None, controls=()) -> Output:
+             generator: torch.Generator | None = None, seed: int | None = None, controls=(),
+             trace: Trace | None = None) -> Output:
     """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS.
+    Pass an empty `trace` to watch it fill while the run goes on (the lab panel draws from it in
+    `on_step`); an exception raised by `on_step` stops the run there.
     stats: nfe (forward passes of the batch), gen_tokens (decided answer tokens, all rows),
     row_nfe (forward passes summed over rows: each row counts the steps it took part in),
     tpf (gen_tokens / row_nfe: tokens per forward pass as each row saw it), seconds,
     tps (tokens per second, all rows)."""
-    sampler = sampler if sampler is not None else default_sampler(lm)
-    trace = Trace(prompt_len=0, mask_id=lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
+    sampler = resolve(sampler) or default_sampler(lm)
+    if trace is None:
+        trace = Trace(prompt_len=0, mask_id=lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
+    elif len(trace):
+        raise ValueError("trace must be empty: generate() fills it")
     t0 = time.perf_counter()
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
                  eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from . import threads
+
 EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap"}  # name → folder under labkit/models/
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
 
@@ -70,6 +72,8 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
     other string goes to `transformers` (a hub id needs its weights in the local cache)."""
     if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
         raise ValueError(f"model must be 'tiny' or a model folder, got {name_or_path!r}")
+    device = check_device(device)
+    threads.apply()                              # labkit's CPU thread policy (labkit.threads)
     name = str(name_or_path)
     if name in EMBEDDED:
         path = models_dir() / EMBEDDED[name]
@@ -93,6 +97,28 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
     elif path.is_dir():
         raise FileNotFoundError(f"model folder {path} has no config.json")
     return _to(_load_transformers(name, trust_remote_code, dtype), device, dtype)
+
+
+def check_device(device) -> torch.device:
+    """A torch.device this machine has, or a one-line ValueError saying what is available."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'mps', got {device!r}") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch is a CPU build" if torch.version.cuda is None else "no CUDA GPU is visible"
+            raise ValueError(f"device {str(dev)!r} is not available: {why}; use device 'cpu' "
+                             f"(README.md, 'GPU', says how to install a CUDA build)")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"device {str(dev)!r} is not available: this machine has "
+                             f"{torch.cuda.device_count()} CUDA device(s), cuda:0 to "
+                             f"cuda:{torch.cuda.device_count() - 1}")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device 'mps' is not available on this machine; use device 'cpu'")
+    elif dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'mps', got {device!r}")
+    return dev
 
 
 def _to(lm: DLM, device, dtype) -> DLM:

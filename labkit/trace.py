@@ -102,7 +102,10 @@ class Trace:
 
     # --- save / load: one .npz of arrays plus JSON metadata -----------------------------------
     def save(self, path: str | Path) -> Path:
+        """Write the trace to `path` (".npz" is added when missing); returns the file written."""
         path = Path(path)
+        if path.is_dir():
+            raise ValueError(f"trace path {str(path)!r} is a folder; give a file name such as {str(path / 'run.npz')!r}")
         arrays = {"init": self.init.numpy().astype(np.int32)}
         if self.records:
             arrays.update(tokens=self.tokens().numpy(), candidates=self.candidates().numpy(),

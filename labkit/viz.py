@@ -174,9 +174,11 @@ def heatmap(trace, lm=None, kind: str = "state", row: int = 0):
     elif kind == "confidence":
         hm.update(colorscale="Viridis", zmin=0, zmax=1, colorbar=dict(title="confidence"))
         where += " · conf %{z:.2f}"
-    else:
+    else:   # one row of cells: a horizontal colour bar under it (a vertical one would be a sliver)
         hm.update(colorscale="Viridis", zmin=0, zmax=max(1, len(trace) - 1),
-                  colorbar=dict(title="step"))
+                  colorbar=dict(title=dict(text="committed at step", side="top"), orientation="h",
+                                x=0.5, xanchor="center", y=-0.45, yanchor="top", len=0.9, thickness=14,
+                                nticks=9))
         where += " · step %{z}"
     fig = go.Figure(go.Heatmap(hovertemplate=where + "<extra></extra>", **hm))
     for e in _block_edges(trace):
@@ -186,7 +188,9 @@ def heatmap(trace, lm=None, kind: str = "state", row: int = 0):
                       xaxis_title="generated position",
                       yaxis=dict(title="" if one_row else "step", autorange="reversed",
                                  showticklabels=not one_row),
-                      height=220 if one_row else min(900, 200 + 8 * z.shape[0]))
+                      height=260 if one_row else min(900, 200 + 8 * z.shape[0]))
+    if one_row:
+        fig.update_layout(margin=dict(b=120))        # room for the colour bar under the axis
     return fig
 
 

@@ -15,48 +15,50 @@ from __future__ import annotations
 
 import html
 import json
+import threading
 import time
 
 import numpy as np
+import torch
 
-from . import viz
+from . import defaults, viz
 from .control import Keywords
 from .decode import generate
-from .samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
+from .model import EMBEDDED, load
+from .samplers import registry
+from .trace import Trace
 
-SAMPLERS = ("low_confidence", "random", "threshold", "factor", "entropy_bound", "draft_edit",
-            "autoregressive")
-PRESETS = {"S mode": dict(threshold=0.5, editing_threshold=0.0),    # LLaDA2.1's speed mode
-           "Q mode": dict(threshold=0.7, editing_threshold=0.5)}    # ... and quality mode
-USES = {  # which knobs each rule reads (the rest are disabled in the panel)
-    "low_confidence": {"steps", "temperature"}, "random": {"steps", "temperature"},
-    "threshold": {"threshold", "temperature"}, "factor": {"factor", "temperature"},
-    "entropy_bound": {"entropy_bound", "temperature"},
-    "draft_edit": {"threshold", "editing_threshold", "temperature"}, "autoregressive": {"temperature"},
-}
+# the rules the sampler menu offers (S and Q mode are buttons: draft_edit with their thresholds)
+SAMPLERS = tuple(n for n in registry.NAMES if n not in registry.PRESETS)
+PRESETS = {"S mode": "speed", "Q mode": "quality"}       # button → registry preset
+KNOBS = ("steps", "temperature", "threshold", "editing_threshold", "factor", "entropy_bound")
+USES = {name: {k for k in KNOBS if k in registry.knobs(name)} | {"temperature"}
+        | ({"steps"} if registry.budgeted(name) else set()) for name in registry.NAMES}
 VIEWS = ("state", "confidence", "commit_step", "edits")
+LIVE_EVERY = 0.5          # seconds between redraws while a run decodes (at least 10x a redraw's cost)
 _MIME = "application/vnd.plotly.v1+json"
+
+
+class Stopped(Exception):
+    """Raised inside a run when Stop is pressed; the panel keeps what was decoded so far."""
 
 
 def make_rule(name: str, *, temperature: float = 0.0, threshold: float = 0.9,
               editing_threshold: float = 0.5, factor: float = 1.0, entropy_bound: float = 0.1):
-    """The sampler rule the panel's choices describe."""
-    if name not in SAMPLERS:
-        raise ValueError(f"sampler must be one of {SAMPLERS}, got {name!r}")
-    top_p = 0.9 if temperature > 0 else None
-    if name in ("low_confidence", "random"):
-        return LowConfidence(temperature=temperature, top_p=top_p, remasking="random" if name == "random"
-                             else "low_confidence")
-    if name == "threshold":
-        return Threshold(threshold=threshold, temperature=temperature, top_p=top_p)
-    if name == "factor":
-        return Threshold(threshold=None, factor=factor, temperature=temperature, top_p=top_p)
-    if name == "entropy_bound":
-        return EntropyBound(entropy_bound=entropy_bound, temperature=temperature, top_p=top_p)
-    if name == "draft_edit":
-        return DraftEdit(threshold=threshold, editing_threshold=editing_threshold,
-                         temperature=temperature, top_p=top_p)
-    return Autoregressive(temperature=temperature, top_p=top_p)
+    """The sampler rule the panel's choices describe: the knobs `name` reads, the rest ignored;
+    at temperature > 0 the lab's nucleus (defaults.TOP_P), as in `labkit generate`."""
+    given = dict(threshold=threshold, editing_threshold=editing_threshold, factor=factor,
+                 entropy_bound=entropy_bound)
+    reads = registry.knobs(name)                       # ValueError for an unknown name
+    top_p = defaults.TOP_P if temperature > 0 else None
+    return registry.rule(name, temperature=temperature, top_p=top_p,
+                         **{k: v for k, v in given.items() if k in reads})
+
+
+def preset_knobs(preset: str) -> dict:
+    """The thresholds of a registry preset ("speed" / "quality"), read off the rule itself."""
+    rule = registry.rule(preset)
+    return dict(threshold=rule.threshold, editing_threshold=rule.editing_threshold)
 
 
 def figure_dict(trace, lm, kind: str, row: int = 0) -> dict:
@@ -65,14 +67,27 @@ def figure_dict(trace, lm, kind: str, row: int = 0) -> dict:
     fig = viz.heatmap(trace, lm, kind, row)
     if kind != "commit_step":
         fig.add_hrect(y0=-0.5, y1=0.5, line=dict(color="#111827", width=2), fillcolor="rgba(0,0,0,0)")
-    fig.update_layout(margin=dict(l=50, r=20, t=40, b=40))
+    fig.update_layout(margin=dict(l=50, r=20, t=40, b=120 if kind == "commit_step" else 40))
     return json.loads(fig.to_json())
 
 
-def set_marker(fig: dict, step: int) -> None:
+def with_marker(fig: dict, step: int) -> dict:
+    """The figure with its step marker on `step`: a new dict (new layout, new shapes list) that
+    shares the heavy data with `fig`. A widget only sends what compares unequal to its last
+    value, so the marker must never be moved by editing the shown dict in place."""
     shapes = fig["layout"].get("shapes") or []
-    if shapes and shapes[-1].get("type") == "rect":
-        shapes[-1].update(y0=step - 0.5, y1=step + 0.5)
+    if not shapes or shapes[-1].get("type") != "rect":
+        return fig
+    marker = {**shapes[-1], "y0": step - 0.5, "y1": step + 0.5}
+    return {**fig, "layout": {**fig["layout"], "shapes": [*shapes[:-1], marker]}}
+
+
+def marker_step(fig: dict) -> int | None:
+    """The step a figure's marker points at (None for figures without one)."""
+    shapes = fig["layout"].get("shapes") or []
+    if not shapes or shapes[-1].get("type") != "rect":
+        return None
+    return int(round(shapes[-1]["y0"] + 0.5))
 
 
 def _show(output, figs: list[dict]) -> None:
@@ -86,6 +101,12 @@ def _report(message, error: str) -> str:
     """Show `error` (or clear it) in a panel's message line; returns it for the panel's state."""
     message.value = f'<div style="color:#b91c1c">⚠ {html.escape(error)}</div>' if error else ""
     return error
+
+
+def _notice(widget, text: str | None) -> str:
+    """Show a note (amber: true, but worth knowing) or clear it; returns the text."""
+    widget.value = f'<div style="color:#92400e">ⓘ {html.escape(text)}</div>' if text else ""
+    return text or ""
 
 
 class _Scrubber:
@@ -106,29 +127,72 @@ class _Scrubber:
         self.slider.max = self.play.max = last
         self.slider.value = self.play.value = last
 
+    def enable(self, on: bool) -> None:
+        self.slider.disabled = self.play.disabled = not on
+
+
+def _step_budget(rule_name: str, settings: dict, max_post: int) -> str:
+    """'of 64' for a rule that spends its step budget, 'of at most 128' for one that runs until
+    each block is done."""
+    if registry.budgeted(rule_name):
+        return f"of {settings['steps']}"
+    blocks = settings["gen_length"] // settings["block_length"]
+    return f"of at most {blocks * (settings['block_length'] + max_post)}"
+
+
+class _Models:
+    """The panel's model menu: the handle it was opened with plus the embedded models, each
+    loaded on first use (on the handle's device) and kept."""
+
+    def __init__(self, lm):
+        self.loaded = {lm.name: lm}
+        self.names = tuple(dict.fromkeys([lm.name, *EMBEDDED]))
+        self.device = lm.device
+
+    def get(self, name: str):
+        if name not in self.loaded:
+            if name not in EMBEDDED:
+                raise ValueError(f"model must be one of {self.names}, got {name!r}")
+            self.loaded[name] = load(name, device=self.device)
+        return self.loaded[name]
+
 
 class Lab:
-    """The panel: prompt, sampler and knobs, Generate; a step scrubber driving heatmaps of the mask
-    state, confidence, commit step and edits, the token grid at that step, and the run's stats."""
+    """The panel: model, prompt, sampler and knobs, Generate; a step scrubber driving heatmaps of
+    the mask state, confidence, commit step and edits, the token grid at that step, and the run's
+    stats. While a run decodes, the token grid and the mask-state heatmap follow it (redrawn every
+    `live_every` seconds, and never for more than a tenth of the time; 0: every step; None: not
+    at all), a
+    progress line counts the steps, and Generate becomes Stop.
+
+    From code: `lab.run()` decodes and returns when done; the buttons (`.click()`) start the same
+    run in the background, as the mouse does, and `lab.wait()` waits for it."""
 
     def __init__(self, lm, prompt: str = "ROMEO:\nBut soft, what light", *, sampler: str = "low_confidence",
                  gen_length: int = 64, block_length: int = 32, steps: int = 64, temperature: float = 0.0,
                  threshold: float = 0.9, editing_threshold: float = 0.5, seed: int = 0, keywords: str = "",
-                 views: tuple[str, ...] = VIEWS, run: bool = True):
+                 views: tuple[str, ...] = VIEWS, run: bool = True, live_every: float = LIVE_EVERY):
         import ipywidgets as w
-        self.lm = lm
         bad = sorted(set(views) - set(VIEWS))
         if bad:
             raise ValueError(f"views must be drawn from {VIEWS}, got {bad}")
         self.views = tuple(views)
+        self.live_every = live_every
+        self.models = _Models(lm)
+        self.lm = lm
+        choices = self._sampler_choices(lm)
+        if sampler not in choices:
+            raise ValueError(f"sampler must be one of {', '.join(choices)} for model {lm.name!r}, got {sampler!r}")
         sl = dict(continuous_update=False, style={"description_width": "110px"},
                   layout=w.Layout(width="330px"))
+        self.model = w.Dropdown(options=self.models.names, value=lm.name, description="model", style=sl["style"])
+        self.model_chosen = False       # set when the user picks a model; presets then keep it
         self.prompt = w.Textarea(prompt, description="prompt", layout=w.Layout(width="520px", height="64px"))
-        choices = SAMPLERS if lm.kind == "causal" else SAMPLERS[:-1]
         self.sampler = w.Dropdown(options=choices, value=sampler, description="sampler", style=sl["style"])
-        self.presets = {name: w.Button(description=name, tooltip=f"DraftEdit {knobs}")
-                        for name, knobs in PRESETS.items()}
-        self.gen_length = w.IntSlider(gen_length, min=8, max=min(256, lm.max_length - 16), step=8,
+        self.presets = {label: w.Button(description=label, tooltip=f"{name}: DraftEdit {preset_knobs(name)}")
+                        for label, name in PRESETS.items()}
+        context = lm.max_length if lm.max_length else 272
+        self.gen_length = w.IntSlider(gen_length, min=8, max=max(8, min(256, context - 16)), step=8,
                                       description="gen_length", **sl)
         self.block_length = w.IntSlider(block_length, min=4, max=128, step=4, description="block_length", **sl)
         self.steps = w.IntSlider(steps, min=1, max=256, description="steps", **sl)
@@ -142,41 +206,86 @@ class Lab:
                                style=sl["style"], layout=w.Layout(width="340px"))
         self.seed = w.IntText(seed, description="seed", style=sl["style"], layout=w.Layout(width="220px"))
         self.generate_button = w.Button(description="Generate", button_style="primary", icon="play")
+        self.progress = w.HTML()
         self.scrubber = _Scrubber(self.show_step)
         self.grid = w.HTML()
         self.stats = w.HTML()
         self.message = w.HTML()
+        self.note = w.HTML()
         self.heatmaps = w.Output()
 
-        self.out = None                 # the last Output (ids, texts, trace, stats)
+        self.out = None                 # the last finished Output (ids, texts, trace, stats)
+        self.trace = None               # the trace on screen: the last run, finished or stopped
         self.figures: dict[str, dict] = {}
         self.step = 0
         self.error = ""
+        self.notice = ""                # the note under the knobs (model switched, not parallel, ...)
         self.render_seconds = 0.0       # Generate → everything re-rendered, last press
+        self.redraws = 0                # live redraws during the last run
+        self.running = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._switching = False
 
-        self.generate_button.on_click(lambda _: self.run())
-        for name, button in self.presets.items():
-            button.on_click(lambda _, name=name: self.apply_preset(name))
+        self.generate_button.on_click(lambda _: self._press())
+        for label, button in self.presets.items():
+            button.on_click(lambda _, label=label: self.start(lambda: self.apply_preset(label)))
         self.sampler.observe(lambda _: self._enable(), names="value")
+        self.temperature.observe(lambda _: self._enable(), names="value")
+        self.model.observe(self._model_changed, names="value")
         self._enable()
         knobs = [self.gen_length, self.block_length, self.steps, self.temperature, self.threshold,
                  self.editing_threshold, self.factor, self.entropy_bound]
         self.widget = w.VBox([
-            self.prompt,
+            w.HBox([self.model, self.prompt]),
             w.HBox([self.sampler, *self.presets.values()]),
             w.GridBox(knobs, layout=w.Layout(grid_template_columns="repeat(2, 340px)")),
-            w.HBox([self.keywords, self.seed, self.generate_button]),
-            self.message, self.scrubber.box, self.grid, self.stats, self.heatmaps,
+            w.HBox([self.keywords, self.seed, self.generate_button, self.progress]),
+            self.message, self.note, self.scrubber.box, self.grid, self.stats, self.heatmaps,
         ])
         if run:
             self.run()
 
-    # --- callbacks -------------------------------------------------------------------------
+    # --- choices ---------------------------------------------------------------------------
+    @staticmethod
+    def _sampler_choices(lm) -> tuple[str, ...]:
+        """A causal model decodes left to right only; a masked one takes every diffusion rule."""
+        return ("autoregressive",) if lm.kind == "causal" else tuple(n for n in SAMPLERS if n != "autoregressive")
+
     def _enable(self) -> None:
         uses = USES[self.sampler.value]
-        for knob in ("steps", "temperature", "threshold", "editing_threshold", "factor", "entropy_bound"):
+        for knob in KNOBS:
             getattr(self, knob).disabled = knob not in uses
+        random_draws = self.temperature.value > 0 or self.sampler.value == "random"
+        self.seed.disabled = not random_draws
+        self.seed.description_tooltip = ("" if random_draws else
+                                         "temperature 0 is greedy: the seed changes nothing")
 
+    def _model_changed(self, change) -> None:
+        if not self._switching:
+            self.model_chosen = True
+        self._use_model(change["new"])
+
+    def _use_model(self, name: str) -> None:
+        """Make `name` the panel's model (loading it on first use) and offer its rules."""
+        try:
+            lm = self.models.get(name)
+        except (ValueError, FileNotFoundError) as e:
+            self.error = _report(self.message, str(e))
+            return
+        self.lm = lm
+        choices = self._sampler_choices(lm)
+        if tuple(self.sampler.options) != choices:
+            keep = self.sampler.value if self.sampler.value in choices else choices[0]
+            self.sampler.options = choices
+            self.sampler.value = keep
+        self._enable()
+
+    def select_model(self, name: str) -> None:
+        """Choose the model, as the menu does (presets then keep it)."""
+        self.model.value = name
+
+    # --- settings --------------------------------------------------------------------------
     def rule(self):
         return make_rule(self.sampler.value, temperature=self.temperature.value,
                          threshold=self.threshold.value, editing_threshold=self.editing_threshold.value,
@@ -195,46 +304,159 @@ class Lab:
         return dict(gen_length=self.gen_length.value, block_length=self.block_length.value,
                     steps=self.steps.value, seed=self.seed.value)
 
-    def apply_preset(self, name: str) -> None:
+    def apply_preset(self, label: str):
         """S mode / Q mode: DraftEdit with LLaDA2.1's thresholds and block 32 (the whole answer
-        when gen_length is not a multiple of 32), then Generate."""
-        if name not in PRESETS:
-            raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {name!r}")
+        when gen_length is not a multiple of 32), then Generate. Unless the user picked the model,
+        an embedded model that cannot decode in parallel gives way to defaults.PARALLEL_MODEL."""
+        if label not in PRESETS:
+            raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {label!r}")
+        switched = None
+        if (not self.model_chosen and self.lm.name in EMBEDDED and self.lm.name != defaults.PARALLEL_MODEL):
+            switched = self.lm.name
+            self._switching = True
+            try:
+                self.model.value = defaults.PARALLEL_MODEL
+            finally:
+                self._switching = False
         self.sampler.value = "draft_edit"
-        self.threshold.value = PRESETS[name]["threshold"]
-        self.editing_threshold.value = PRESETS[name]["editing_threshold"]
+        knobs = preset_knobs(PRESETS[label])
+        self.threshold.value = knobs["threshold"]
+        self.editing_threshold.value = knobs["editing_threshold"]
         self.block_length.value = 32 if self.gen_length.value % 32 == 0 else self.gen_length.value
-        self.run()
+        out = self.run()
+        if switched and out is not None and not self.notice:
+            self.notice = _notice(self.note, f"{label} runs on {defaults.PARALLEL_MODEL}, the lab's model for "
+                                  f"parallel decoding ({switched} commits about one token per forward "
+                                  f"pass); pick a model in the menu to keep your own")
+        return out
+
+    # --- running ---------------------------------------------------------------------------
+    def _press(self) -> None:
+        """Generate, or Stop while a run is decoding."""
+        if self.running:
+            self.stop()
+        else:
+            self.start(self.run)
+
+    def start(self, job=None) -> None:
+        """Run `job` (default: Generate) in the background, so the panel stays live."""
+        if self.running:
+            return
+        self._stop.clear()
+        self.running = True                 # before the thread starts: a second press means Stop
+        self._thread = threading.Thread(target=self._background, args=(job or self.run,), daemon=True)
+        self._thread.start()
+
+    def _background(self, job) -> None:
+        try:
+            job()
+        except Exception as e:              # a background thread has nowhere else to report
+            self.error = _report(self.message, f"{type(e).__name__}: {e}")
+        finally:
+            self.running = False
+            self._busy(False)
+
+    def stop(self) -> None:
+        """Stop the run that is decoding after its current step; what it decoded stays on screen."""
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for a run started by a button (or `start`) to finish."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _busy(self, on: bool) -> None:
+        b = self.generate_button
+        b.description, b.icon, b.button_style = ("Stop", "stop", "warning") if on else ("Generate", "play", "primary")
+        self.scrubber.enable(not on)
+        if not on:
+            self.progress.value = ""
 
     def run(self):
-        """Generate with the panel's settings and re-render every view. A bad combination of
-        knobs shows its message in the panel and keeps the last good run on screen."""
+        """Generate with the panel's settings, drawing the run as it decodes, then re-render every
+        view. A bad combination of knobs shows its message in the panel and keeps the last good
+        run on screen; Stop keeps the steps decoded so far."""
         t0 = time.perf_counter()
         try:
-            out = generate(self.lm, self.prompt.value, self.rule(), controls=self.controls(), **self.settings())
+            rule, controls, settings = self.rule(), self.controls(), self.settings()
         except ValueError as e:
             self.error = _report(self.message, str(e))
             return None
+        self.running = True
+        self._busy(True)
+        self.redraws = 0
+        trace = Trace(prompt_len=0, mask_id=self.lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
+        budget = _step_budget(self.sampler.value, settings, getattr(rule, "max_post_steps", 0))
+        next_draw = [time.perf_counter() + (self.live_every or 0)]
+
+        def on_step(rec):
+            self.progress.value = f"decoding: step {rec.step + 1} {budget} · block {rec.block + 1}"
+            if self._stop.is_set():
+                raise Stopped
+            now = time.perf_counter()
+            if self.live_every is not None and now >= next_draw[0]:
+                self._draw(trace, step=len(trace) - 1, live=True)
+                self.redraws += 1
+                cost = time.perf_counter() - now     # redraws take at most a tenth of the run
+                next_draw[0] = now + (max(self.live_every, 10 * cost) if self.live_every else 0.0)
+
+        stopped = False
+        try:
+            out = generate(self.lm, self.prompt.value, rule, controls=controls, on_step=on_step, trace=trace,
+                           **settings)
+        except ValueError as e:
+            self.error = _report(self.message, str(e))
+            return None
+        except Stopped:
+            out, stopped = None, True
+        finally:
+            self.running = False
+            self._busy(False)
         self.error = _report(self.message, "")
+        if stopped:
+            if not len(trace):
+                return None
+            trace.meta.update(sampler=repr(rule), **{k: settings[k] for k in ("gen_length", "block_length")})
+            self.notice = _notice(self.note, f"stopped after {len(trace)} steps; Generate decodes again")
+            self.stats.value = viz.stats_table({"sampler": repr(rule), "NFE": len(trace), "stopped": "yes"})
+            self._draw(trace, step=len(trace) - 1)
+            self.render_seconds = time.perf_counter() - t0
+            return None
         self.out = out
-        self.figures = {kind: figure_dict(out.trace, self.lm, kind) for kind in self.views
-                        if kind != "edits" or viz._has_edits(out.trace, 0)}
+        self.notice = _notice(self.note, defaults.parallel_note(self.lm.name, self.sampler.value,
+                                                                out.stats["tpf"]))
         s = out.stats
         self.stats.value = viz.stats_table({
-            "sampler": out.trace.meta["sampler"], "NFE": s["nfe"], "TPF": s["tpf"],
+            "model": self.lm.name, "sampler": out.trace.meta["sampler"], "NFE": s["nfe"], "TPF": s["tpf"],
             "tokens/s": s["tps"], "decode s": s["seconds"], "answer": out.texts[0][:120]})
-        self.step = -1                      # force the redraw even if the slider does not move
-        self.scrubber.reset(len(out.trace))
-        if self.step != len(out.trace) - 1:
-            self.show_step(len(out.trace) - 1)
+        self._draw(out.trace, step=len(out.trace) - 1)
         self.render_seconds = time.perf_counter() - t0
         return out
 
+    def _draw(self, trace, step: int, live: bool = False) -> None:
+        """Build the heatmaps of `trace` and point every view at `step`; a live draw shows the
+        run so far and leaves the scrubber alone."""
+        self.trace = trace
+        kinds = [k for k in self.views if k != "edits" or viz._has_edits(trace, 0)]
+        if live:                            # the cheap views only: the rest appear when it is done
+            kinds = [k for k in kinds if k == "state"]
+        self.figures = {kind: figure_dict(trace, self.lm, kind) for kind in kinds}
+        if live:
+            self._point(step)
+            return
+        self.step = -1                      # force the redraw even if the slider does not move
+        self.scrubber.reset(len(trace))
+        if self.step != len(trace) - 1:
+            self.show_step(len(trace) - 1)
+
     def show_step(self, step: int) -> None:
         """Point every view at `step`: marker on the heatmaps, token grid, step label."""
-        if self.out is None:
+        if self.trace is None or self.running:
             return
-        trace = self.out.trace
+        self._point(step)
+
+    def _point(self, step: int) -> None:
+        trace = self.trace
         step = max(0, min(int(step), len(trace) - 1))
         self.step = step
         rec = trace[step]
@@ -242,8 +464,7 @@ class Lab:
         self.scrubber.label.value = (f"block {rec.block} · {int(rec.committed[0].sum())} committed"
                                      f" · {int(rec.edited[0].sum())} edited · {masks} masks left")
         self.grid.value = viz.token_grid(trace, self.lm, step=step)
-        for fig in self.figures.values():
-            set_marker(fig, step)
+        self.figures = {k: with_marker(f, step) for k, f in self.figures.items()}
         _show(self.heatmaps, list(self.figures.values()))
 
     def _ipython_display_(self):
@@ -252,20 +473,25 @@ class Lab:
 
 
 class Compare:
-    """Two samplers on the same prompt, seed and canvas, aligned step by step: one scrubber moves
-    both; a run that finished earlier stays on its last step."""
+    """Two samplers on the same model, prompt, seed and canvas, aligned step by step: one scrubber
+    moves both; a run that finished earlier stays on its last step. `left` / `right` are rule
+    names (labkit.samplers.registry.NAMES, "speed" and "quality" included)."""
 
     def __init__(self, lm, prompt: str = "ROMEO:\nBut soft, what light", *, left: str = "low_confidence",
-                 right: str = "draft_edit", gen_length: int = 64, block_length: int = 32, steps: int = 64,
+                 right: str = "speed", gen_length: int = 64, block_length: int = 32, steps: int = 64,
                  seed: int = 0, left_knobs: dict | None = None, right_knobs: dict | None = None,
                  run: bool = True):
         import ipywidgets as w
         self.lm = lm
+        choices = ("autoregressive",) if lm.kind == "causal" else tuple(n for n in registry.NAMES
+                                                                         if n != "autoregressive")
+        for side, name in (("left", left), ("right", right)):
+            if name not in choices:
+                raise ValueError(f"{side} must be one of {', '.join(choices)} for model {lm.name!r}, got {name!r}")
         self.prompt = w.Textarea(prompt, description="prompt", layout=w.Layout(width="520px", height="64px"))
-        choices = SAMPLERS if lm.kind == "causal" else SAMPLERS[:-1]
         self.left = w.Dropdown(options=choices, value=left, description="left")
         self.right = w.Dropdown(options=choices, value=right, description="right")
-        self.knobs = {"left": dict(left_knobs or {}), "right": dict(right_knobs or PRESETS["S mode"])}
+        self.knobs = {"left": dict(left_knobs or {}), "right": dict(right_knobs or {})}
         self.seed = w.IntText(seed, description="seed", layout=w.Layout(width="220px"))
         self.canvas = dict(gen_length=gen_length, block_length=block_length, steps=steps)
         self.generate_button = w.Button(description="Compare", button_style="primary")
@@ -274,6 +500,7 @@ class Compare:
         self.message = w.HTML()
         self.outs: dict[str, object] = {}
         self.figures: dict[str, dict] = {}
+        self.notes: dict[str, str] = {}
         self.step = 0
         self.error = ""
         self.generate_button.on_click(lambda _: self.run())
@@ -284,11 +511,14 @@ class Compare:
         if run:
             self.run()
 
+    def _rule(self, side: str):
+        name = getattr(self, side).value
+        knobs = {k: v for k, v in self.knobs[side].items() if k in registry.knobs(name)}
+        return registry.rule(name, **knobs)
+
     def run(self):
         try:
-            outs = {side: generate(self.lm, self.prompt.value,
-                                   make_rule(getattr(self, side).value, **self.knobs[side]),
-                                   seed=self.seed.value, **self.canvas)
+            outs = {side: generate(self.lm, self.prompt.value, self._rule(side), seed=self.seed.value, **self.canvas)
                     for side in ("left", "right")}
         except ValueError as e:
             self.error = _report(self.message, str(e))
@@ -296,10 +526,15 @@ class Compare:
         self.error = _report(self.message, "")
         self.outs = outs
         self.figures = {side: figure_dict(o.trace, self.lm, "state") for side, o in outs.items()}
+        self.notes = {}
         for side, o in outs.items():
             s = o.stats
-            self.panes[side]["title"].value = (f"<b>{html.escape(o.trace.meta['sampler'])}</b><br>"
-                                               f"NFE {s['nfe']} · TPF {s['tpf']:.2f} · {s['tps']:.0f} tok/s")
+            note = defaults.parallel_note(self.lm.name, getattr(self, side).value, s["tpf"])
+            if note:
+                self.notes[side] = note
+            self.panes[side]["title"].value = (
+                f"<b>{html.escape(o.trace.meta['sampler'])}</b><br>NFE {s['nfe']} · TPF {s['tpf']:.2f} · "
+                f"{s['tps']:.0f} tok/s" + (f'<div style="color:#92400e">ⓘ {html.escape(note)}</div>' if note else ""))
         n = max(len(o.trace) for o in outs.values())
         self.step = -1
         self.scrubber.reset(n)
@@ -314,7 +549,7 @@ class Compare:
         for side, o in self.outs.items():
             s = min(self.step, len(o.trace) - 1)
             self.panes[side]["grid"].value = viz.token_grid(o.trace, self.lm, step=s)
-            set_marker(self.figures[side], s)
+            self.figures[side] = with_marker(self.figures[side], s)
             _show(self.panes[side]["heatmap"], [self.figures[side]])
         lens = {side: len(o.trace) for side, o in self.outs.items()}
         self.scrubber.label.value = f"step {self.step} · steps taken: left {lens['left']}, right {lens['right']}"
@@ -324,18 +559,22 @@ class Compare:
         display(self.widget)
 
 
-def regenerate_latency(lm, repeats: int = 5, **settings) -> dict:
+def regenerate_latency(lm, repeats: int = 5, live_every: float | None = LIVE_EVERY, **settings) -> dict:
     """The panel's responsiveness, on a headless Lab: seconds from pressing Generate to every view
     re-rendered (median and max of `repeats` presses, each with a new seed), split into decoding
-    and rendering, and the seconds one move of the step scrubber takes."""
-    lab = Lab(lm, run=False, **settings)
+    and rendering, the seconds one move of the step scrubber takes, and the live redraws made.
+    `first_press_s` is the first run of a new panel in this process (first-call costs included)."""
+    lab = Lab(lm, run=False, live_every=live_every, **settings)
     lab.run()                                           # warm-up (first-call costs)
-    total, decode = [], []
+    first = lab.render_seconds
+    total, decode, redraws = [], [], []
     for i in range(repeats):
         lab.seed.value = i + 1
-        lab.generate_button.click()
+        lab.start()
+        lab.wait()
         total.append(lab.render_seconds)
         decode.append(lab.out.stats["seconds"])
+        redraws.append(lab.redraws)
     scrub = []
     for s in range(0, len(lab.out.trace), max(1, len(lab.out.trace) // 16)):
         t0 = time.perf_counter()
@@ -344,6 +583,7 @@ def regenerate_latency(lm, repeats: int = 5, **settings) -> dict:
     return {"generate_median_s": round(float(np.median(total)), 3), "generate_max_s": round(max(total), 3),
             "decode_median_s": round(float(np.median(decode)), 3),
             "render_median_s": round(float(np.median(np.subtract(total, decode))), 3),
+            "first_press_s": round(first, 3), "live_redraws_median": float(np.median(redraws)),
             "scrub_median_s": round(float(np.median(scrub)), 4), "steps": len(lab.out.trace),
             "gen_length": lab.gen_length.value, "sampler": lab.out.trace.meta["sampler"],
-            "figure_bytes": sum(len(json.dumps(f)) for f in lab.figures.values())}
+            "model": lm.name, "figure_bytes": sum(len(json.dumps(f)) for f in lab.figures.values())}

@@ -6,8 +6,10 @@ asserts, per notebook:
 - no cell has an error output and every code cell ran;
 - every plotly figure in the outputs is rendered (`.js-plotly-plot` count ≥ figures stored);
 - every widget panel rendered its sliders (`.widget-slider`);
-- moving a panel's step slider (Home key on its handle) changes the rendered token grid or
-  heatmap.
+- in every panel (Lab, Compare), dragging the step slider to step 0 moves every heatmap's step
+  marker as drawn (the marker's SVG path) and changes the token grid;
+- pressing the first panel's Generate turns it into Stop with a progress line while it decodes,
+  then back into Generate.
 Screenshots go to --shots (default build/browser); --docs also copies the quickstart and the lab
 panel screenshots to docs/ for the README.
 
@@ -132,9 +134,21 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
         if not sliders:
             problems.append("widget outputs stored but no slider rendered")
         else:
-            result["step_slider_changes_view"] = step_slider_changes_view(page, panel)
-            if not result["step_slider_changes_view"]:
-                problems.append("moving the step slider changed neither the token grid nor a heatmap")
+            result["panels"] = panels_follow_the_slider(page, panel)
+            for p in result["panels"]:
+                if not p["markers"]:
+                    problems.append(f"panel {p['panel']}: no heatmap with a step marker was drawn")
+                elif p["markers_moved"] < p["markers"]:
+                    problems.append(f"panel {p['panel']}: dragging the step slider moved "
+                                    f"{p['markers_moved']} of {p['markers']} heatmap step markers")
+                if not p["grid_changed"]:
+                    problems.append(f"panel {p['panel']}: dragging the step slider left the token grid as it was")
+            live = generate_runs_live(page, panel)
+            if live is not None:
+                result["generate_live"] = live
+                if not (live["saw_stop"] and live["progress"] and live["back_to_generate"]):
+                    problems.append(f"pressing Generate: {live} (want Stop and a progress line while "
+                                    f"decoding, then Generate again)")
     shoot(page, shots / name.replace(".ipynb", ".png"), panel=bool(n_panels))
     result["problems"] = problems
     return result
@@ -149,29 +163,88 @@ def shoot(page, path: Path, panel: bool) -> None:
     page.screenshot(path=str(path), full_page=False)
 
 
-def step_slider_changes_view(page, panel) -> bool:
-    """Press Home on the first slider labelled 'step' and see whether the panel's token grid or
-    heatmaps change in the DOM (the kernel round trip re-renders them)."""
-    step = panel.locator(".widget-slider", has=page.locator("label", has_text=re.compile(r"^\s*step\s*$"))).first
-    if not step.count():
-        return False
-    step.scroll_into_view_if_needed()
-    snapshot = "() => Array.from(document.querySelectorAll('.lk-grid, .js-plotly-plot .shapelayer'))" \
-               ".map(e => e.innerHTML).join('|')"
-    before = page.evaluate(snapshot)
-    track = step.locator(".noUi-target").first.bounding_box()
-    handle = step.locator(".noUi-handle").first.bounding_box()
+# For each panel (the widget box around a "step" slider that holds plotly figures): the `d`
+# attribute of every heatmap's step marker (its last layout shape, drawn as an SVG path) and the
+# token grid's HTML. The marker's path is what the browser drew, in pixels.
+MARKERS_JS = """(slider) => {
+    let root = slider;
+    while (root && !root.querySelector('.js-plotly-plot')) root = root.parentElement;
+    if (!root) return null;
+    const markers = Array.from(root.querySelectorAll('.js-plotly-plot')).map(plot => {
+        const shapes = plot._fullLayout ? plot._fullLayout.shapes || [] : [];
+        const last = shapes.length ? shapes[shapes.length - 1] : null;
+        if (!last || last.type !== 'rect') return null;           // a figure without a marker
+        const paths = Array.from(plot.querySelectorAll('.shapelayer path[data-index]'));
+        const drawn = paths.find(p => +p.getAttribute('data-index') === shapes.length - 1);
+        return drawn ? drawn.getAttribute('d') : 'not drawn';
+    }).filter(m => m !== null);
+    const grids = Array.from(root.querySelectorAll('.lk-grid')).map(g => g.innerHTML).join('|');
+    return {markers, grids};
+}"""
+
+
+def step_sliders(page, panel):
+    return panel.locator(".widget-slider", has=page.locator("label", has_text=re.compile(r"^\s*step\s*$")))
+
+
+def drag_to_start(page, slider) -> bool:
+    """Drag the slider's handle to its left end, as a person would."""
+    slider.scroll_into_view_if_needed()
+    track = slider.locator(".noUi-target").first.bounding_box()
+    handle = slider.locator(".noUi-handle").first.bounding_box()
     if not track or not handle:
         return False
     page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
     page.mouse.down()
     page.mouse.move(track["x"] + 2, handle["y"] + handle["height"] / 2, steps=8)   # drag to step 0
     page.mouse.up()
-    for _ in range(30):
-        time.sleep(0.5)
-        if page.evaluate(snapshot) != before:
-            return True
-    return False
+    return True
+
+
+def panels_follow_the_slider(page, panel) -> list[dict]:
+    """Drag every panel's step slider to step 0 and see, in what the browser draws, whether the
+    token grid changed and every heatmap's step marker moved. One dict per panel."""
+    results = []
+    sliders = step_sliders(page, panel)
+    for i in range(sliders.count()):
+        slider = sliders.nth(i)
+        before = slider.evaluate(MARKERS_JS)
+        if before is None or not drag_to_start(page, slider):
+            results.append({"panel": i, "markers": 0, "markers_moved": 0, "grid_changed": False})
+            continue
+        after = before
+        for _ in range(30):                 # the kernel round trip re-renders the views
+            time.sleep(0.5)
+            after = slider.evaluate(MARKERS_JS)
+            moved = sum(a != b for a, b in zip(after["markers"], before["markers"]))
+            if moved == len(before["markers"]) and after["grids"] != before["grids"]:
+                break
+        results.append({"panel": i, "markers": len(before["markers"]),
+                        "markers_moved": sum(a != b for a, b in zip(after["markers"], before["markers"])),
+                        "grid_changed": after["grids"] != before["grids"]})
+    return results
+
+
+def generate_runs_live(page, panel) -> dict | None:
+    """Press the first panel's Generate and watch it: the button must turn into Stop and a
+    progress line count steps while the run decodes, then Generate come back."""
+    button = panel.locator("button", has_text=re.compile(r"^\s*Generate\s*$")).first
+    if not button.count():
+        return None
+    button.scroll_into_view_if_needed()
+    button.click()
+    seen_stop, progress = False, ""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        label = button.inner_text().strip()
+        seen_stop |= label == "Stop"
+        text = panel.locator("text=/decoding: step \\d+/").first
+        if text.count():
+            progress = progress or text.inner_text()
+        if label == "Generate" and (seen_stop or time.time() > deadline - 50):
+            break
+        time.sleep(0.05)
+    return {"saw_stop": seen_stop, "progress": progress, "back_to_generate": button.inner_text().strip() == "Generate"}
 
 
 def shutdown_kernels(base: str) -> None:

@@ -174,3 +174,64 @@ def test_recipe_sweep_ranks_variants_by_targets_then_variety():
     assert [r["name"] for r in sweep.rank(results)] == ["two_high", "two_low", "one"]
     table = sweep.summary(results)
     assert table.splitlines()[0].startswith("model") and "++--" in table and len(table.splitlines()) == 5
+
+
+@pytest.mark.parametrize("args, word", [
+    (["generate", "--sampler", "threshold", "--threshold", "1.5", "ROMEO:"], "threshold must be in [0, 1]"),
+    (["generate", "--sampler", "threshold", "--threshold", "-0.5", "ROMEO:"], "threshold must be in [0, 1]"),
+    (["generate", "--sampler", "speed", "--editing-threshold", "2", "ROMEO:"], "editing_threshold must be in [0, 1]"),
+    (["generate", "--sampler", "factor", "--factor", "0", "ROMEO:"], "factor must be a number > 0"),
+    (["generate", "--sampler", "entropy_bound", "--entropy-bound", "-1", "ROMEO:"], "entropy_bound must be"),
+    (["generate", "--threshold", "0.7", "ROMEO:"], "--threshold: not read by sampler 'low_confidence'"),
+    (["generate", "--sampler", "threshold", "--editing-threshold", "0.5", "ROMEO:"], "--editing-threshold: not read"),
+    (["generate", "--sampler", "speed", "--remasking", "random", "ROMEO:"], "--remasking: not read"),
+    (["generate", "--seed", "-3", "ROMEO:"], "seed must be an integer"),
+    (["generate", "--device", "cuda:7", "ROMEO:"], "is not available"),
+    (["generate", "--device", "gpu", "ROMEO:"], "device must be"),
+    (["generate", "--trace", "/tmp", "ROMEO:"], "--trace takes a file name"),
+    (["generate", "--html", "/no/such/folder/v.html", "ROMEO:"], "does not exist"),
+])
+def test_bad_input_is_refused_before_the_model_loads(args, word, capsys, monkeypatch):
+    import labkit.model
+    monkeypatch.setattr(labkit.model, "_load_tiny", lambda *a: pytest.fail("the model was loaded"))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert word in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_cuda_without_cuda_is_one_line(capsys, monkeypatch):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["generate", "--device", "cuda", "ROMEO:"]) == 2
+    err = capsys.readouterr().err
+    assert "device 'cuda' is not available" in err and err.count("\n") == 1
+
+
+def test_s_mode_runs_on_the_parallel_model_by_default(capsys):
+    assert main(["generate", "--sampler", "speed", "--temperature", "0", "ROMEO:"]) == 0
+    err = capsys.readouterr().err
+    assert "speed mode runs on tiny-cap" in err
+    tpf = float(err.split("TPF ")[1].split()[0])
+    assert tpf > 2 and "not confident enough" not in err
+
+
+def test_s_mode_on_a_chosen_model_says_when_it_cannot_parallelise(capsys):
+    assert main(["generate", "--model", "tiny", "--sampler", "speed", "--temperature", "0", "ROMEO:"]) == 0
+    err = capsys.readouterr().err
+    assert "runs on tiny-cap" not in err and "not confident enough to decode in parallel" in err
+
+
+def test_flags_the_rule_ignores_get_a_note(capsys):
+    assert main(["generate", "--sampler", "threshold", "--steps", "32", "--temperature", "0", "--top-p", "0.5",
+                 "--gen-length", "32", "ROMEO:"]) == 0
+    err = capsys.readouterr().err
+    assert "--steps is ignored by sampler 'threshold'" in err and "--top-p does nothing at temperature 0" in err
+
+
+def test_output_paths_do_what_they_say(tmp_path, capsys):
+    assert main(["generate", "--gen-length", "16", "--steps", "16", "--block-length", "16",
+                 "--trace", str(tmp_path / "run"), "--html", str(tmp_path / "view"), "ROMEO:"]) == 0
+    err = capsys.readouterr().err
+    assert f"trace written to {tmp_path / 'run.npz'}" in err and (tmp_path / "run.npz").is_file()
+    assert f"written to {tmp_path / 'view.html'}" in err and (tmp_path / "view.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.npz", "view.html"]

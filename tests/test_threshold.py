@@ -77,8 +77,8 @@ def test_scores():
 def test_margin_score_changes_the_choice():
     # position 0: p = (0.5, 0.45, ...) high prob, tiny margin; position 1: p = 0.4 with margin 0.3
     p = torch.tensor([[[0.0, 0.5, 0.45, 0.05, 0.0, 0.0], [0.0, 0.1, 0.4, 0.1, 0.1, 0.3]]]).clamp_min(1e-9)
-    by_prob = Threshold(threshold=1.1).step(p.log(), state(torch.full((1, 2), MASK)))
-    by_margin = Threshold(threshold=1.1, score="margin").step(p.log(), state(torch.full((1, 2), MASK)))
+    by_prob = Threshold(threshold=1.0).step(p.log(), state(torch.full((1, 2), MASK)))
+    by_margin = Threshold(threshold=1.0, score="margin").step(p.log(), state(torch.full((1, 2), MASK)))
     assert by_prob.committed[0].tolist() == [True, False]
     assert by_margin.committed[0].tolist() == [False, True]
 

@@ -245,3 +245,12 @@ def test_block_edges_drawn():
     fig = viz.heatmap(t)
     assert [s.x0 for s in fig.layout.shapes] == [1.5]
     assert not math.isnan(viz._state(t, 0)[0, 0])
+
+
+def test_commit_step_colour_bar_lies_under_the_row(trace):
+    """A vertical bar beside a one-row heatmap is a few pixels tall and its tick labels overlap
+    (issue 15): the bar runs along the positions instead, with room below the axis."""
+    fig = viz.heatmap(trace, kind="commit_step")
+    bar = fig.data[0].colorbar
+    assert bar.orientation == "h" and bar.len >= 0.8 and bar.y < 0
+    assert fig.layout.margin.b >= 100

@@ -15,6 +15,7 @@ commits at least one token per row per step, so a block of n masks takes at most
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -22,6 +23,7 @@ import torch
 
 from .base import (SCORES, DecodeState, StepRecord, check_sampling, commit_record, sample_tokens, score_block,
                    spread)
+
 
 def _propose(rule, logits, state, generator):
     """Shared by the rules: proposals and scores inside the block, full-length (B, L) views."""
@@ -44,6 +46,18 @@ def _check_common(rule) -> None:
         raise ValueError(f"score must be one of {SCORES}, got {rule.score!r}")
 
 
+def _check_number(name: str, value, low: float, high: float, allowed: str) -> None:
+    """A real number in [low, high], or a ValueError naming the parameter and what is allowed."""
+    real = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (real and low <= value <= high):
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+
+
+# the range a threshold on each score can take: p and top-1 - top-2 are in [0, 1]; sum p log p <= 0
+SCORE_RANGE = {"probability": (0.0, 1.0, "in [0, 1]"), "margin": (0.0, 1.0, "in [0, 1]"),
+               "neg_entropy": (float("-inf"), 0.0, "<= 0")}
+
+
 @dataclass(frozen=True)
 class Threshold:
     threshold: float | None = 0.9    # τ: commit every masked position with confidence >= τ
@@ -59,8 +73,11 @@ class Threshold:
         if (self.threshold is None) == (self.factor is None):
             raise ValueError("give exactly one of threshold and factor "
                              "(e.g. Threshold(threshold=0.9) or Threshold(threshold=None, factor=1.0))")
-        if self.factor is not None and not self.factor > 0:
-            raise ValueError(f"factor must be > 0, got {self.factor}")
+        if self.threshold is not None:
+            low, high, allowed = SCORE_RANGE[self.score]
+            _check_number("threshold", self.threshold, low, high, f"{allowed} for score={self.score!r}")
+        if self.factor is not None:
+            _check_number("factor", self.factor, math.ulp(0.0), float("inf"), "a number > 0")
 
     def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
         masked, candidates, confidence = _propose(self, logits, state, generator)
@@ -87,8 +104,7 @@ class EntropyBound:
 
     def __post_init__(self):
         _check_common(self)
-        if not self.entropy_bound >= 0:
-            raise ValueError(f"entropy_bound must be >= 0, got {self.entropy_bound}")
+        _check_number("entropy_bound", self.entropy_bound, 0.0, float("inf"), "a number >= 0 (nats)")
 
     def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
         masked, candidates, confidence = _propose(self, logits, state, generator)
