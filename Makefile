@@ -27,9 +27,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[lab,dev]"
 	touch $@
 
+# The URL it prints opens notebook 01 (default_url), not the Launcher.
 lab: install
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True notebooks/01_quickstart.ipynb
+	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True \
+	    --LabApp.default_url=/lab/tree/01_quickstart.ipynb
 
 test: install
 	$(BIN)/python -m pytest -q -p tests.nbval_plugin tests notebooks --nbval --nbval-current-env \
@@ -74,7 +76,8 @@ bench-controls: install
 gpu-check: install
 	$(BIN)/python benchmarks/gpu_check.py --out benchmarks/results/gpu_check.json
 
-# The lab panel's Generate → re-rendered latency (target ≤ 1.5 s for 64 tokens, 64 steps).
+# The lab panel's Generate → re-rendered latency (target ≤ 1.5 s for 64 tokens, 64 steps), for each
+# thread setting, quiet and next to a busy neighbour process (about 9 min on 2 cores).
 bench-panel: install
 	$(BIN)/labkit bench panel --out benchmarks/results
 

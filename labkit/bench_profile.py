@@ -331,35 +331,54 @@ class busy_neighbour:
         self.proc.wait()
 
 
-def bench_panel(model: str = "tiny", *, repeats: int = 5, log=None) -> dict:
+def bench_panel(model: str = "tiny", *, repeats: int = 5, rounds: int = 2, log=None) -> dict:
     """The panel's Generate → every view re-rendered (64 tokens, 64 steps, greedy, on `model`),
-    median of `repeats` presses, each thread setting in a fresh process, quiet and next to a busy
-    neighbour; plus S mode on the parallel model and the cost of drawing the run live."""
+    `repeats` presses per run, each thread setting in a fresh process, quiet and next to a busy
+    neighbour, all settings taken in turn for `rounds` rounds (so drift in the machine hits them
+    alike); plus S mode on the parallel model and the cost of drawing the run live (on and off
+    interleaved, three times each). `summary`: per setting, the median over rounds of the median
+    press, the slowest press and the slowest first press."""
     from . import defaults, threads
     from .model import load
     from .widgets import LIVE_EVERY, preset_knobs, regenerate_latency
 
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    for name, v in (("repeats", repeats), ("rounds", rounds)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
     rows = []
-    for neighbour in (False, True):
-        for name, env in THREAD_CANDIDATES.items():
-            if log:
-                log(f"panel: {name}{' + busy neighbour' if neighbour else ''}")
-            if neighbour:
-                with busy_neighbour():
+    for round_ in range(rounds):
+        for neighbour in (False, True):
+            for name, env in THREAD_CANDIDATES.items():
+                if log:
+                    log(f"panel: round {round_ + 1}, {name}{' + busy neighbour' if neighbour else ''}")
+                if neighbour:
+                    with busy_neighbour():
+                        r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
+                else:
                     r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
-            else:
-                r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
-            rows.append({"candidate": name, "env": env, "neighbour": neighbour, **r})
+                rows.append({"candidate": name, "env": env, "neighbour": neighbour, "round": round_, **r})
+    summary = []
+    for neighbour in (False, True):
+        for name in THREAD_CANDIDATES:
+            mine = [r for r in rows if r["candidate"] == name and r["neighbour"] == neighbour]
+            summary.append({"candidate": name, "neighbour": neighbour, "threads": mine[0]["threads"],
+                            "generate_median_s": round(statistics.median(r["generate_median_s"] for r in mine), 3),
+                            "generate_max_s": max(r["generate_max_s"] for r in mine),
+                            "first_press_max_s": max(r["first_press_s"] for r in mine),
+                            "per_round": [r["generate_median_s"] for r in mine]})
     if log:
         log("panel: live drawing on / off, S mode")
     lm = load(model)
     knobs = dict(gen_length=64, steps=64)
-    live = {"on": regenerate_latency(lm, repeats=repeats, live_every=LIVE_EVERY, **knobs),
-            "off": regenerate_latency(lm, repeats=repeats, live_every=None, **knobs)}
+    runs = {"on": [], "off": []}
+    for _ in range(3):                         # interleaved, so drift in the machine hits both alike
+        runs["on"].append(regenerate_latency(lm, repeats=repeats, live_every=LIVE_EVERY, **knobs))
+        runs["off"].append(regenerate_latency(lm, repeats=repeats, live_every=None, **knobs))
+    live = {k: {"generate_median_s": statistics.median(r["generate_median_s"] for r in v),
+                "live_redraws_median": statistics.median(r["live_redraws_median"] for r in v)}
+            for k, v in runs.items()}
     live["cost_ratio"] = round(live["on"]["generate_median_s"] / live["off"]["generate_median_s"], 3)
     s_mode = regenerate_latency(load(defaults.PARALLEL_MODEL), repeats=repeats, gen_length=64,
                                 sampler="draft_edit", **preset_knobs("speed"))
-    return {"model": model, "cores": threads.cores(), "rows": rows, "live": live, "s_mode": s_mode,
-            "repeats": repeats}
+    return {"model": model, "cores": threads.cores(), "summary": summary, "rows": rows, "live": live,
+            "s_mode": s_mode, "repeats": repeats, "rounds": rounds}

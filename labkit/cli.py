@@ -278,19 +278,20 @@ def _bench_panel(a) -> int:
     from .bench_profile import bench_panel
 
     log = (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
-    r = bench_panel(a.model, repeats=a.repeats, log=log)
+    r = bench_panel(a.model, repeats=a.repeats, rounds=a.rounds, log=log)
     out = _save(a, "panel.json", r)
     if a.json:
         print(json.dumps(r))
         return 0
-    print(f"== lab panel, {r['model']}, 64 tokens in 64 steps, greedy, median of {r['repeats']} presses, "
-          f"{r['cores']} cores (target: generate <= 1.5 s)")
-    print(f"{'threads':<30}{'neighbour':>10}{'n':>3}{'generate s':>11}{'max s':>8}{'decode s':>10}"
-          f"{'render s':>10}{'first s':>9}")
-    for row in r["rows"]:
+    print(f"== lab panel, {r['model']}, 64 tokens in 64 steps, greedy, {r['rounds']} rounds of {r['repeats']} "
+          f"presses per setting, {r['cores']} cores (target: generate <= 1.5 s)")
+    print(f"{'threads':<30}{'neighbour':>10}{'n':>3}{'median s':>10}{'per round':>16}{'slowest s':>11}"
+          f"{'first press s':>15}")
+    for row in r["summary"]:
+        rounds = "/".join(f"{x:.2f}" for x in row["per_round"])
         print(f"{row['candidate']:<30}{'busy' if row['neighbour'] else '-':>10}{row['threads']:>3}"
-              f"{row['generate_median_s']:>11.3f}{row['generate_max_s']:>8.3f}{row['decode_median_s']:>10.3f}"
-              f"{row['render_median_s']:>10.3f}{row['first_press_s']:>9.3f}")
+              f"{row['generate_median_s']:>10.3f}{rounds:>16}{row['generate_max_s']:>11.3f}"
+              f"{row['first_press_max_s']:>15.3f}")
     lv = r["live"]
     print(f"live drawing: {lv['on']['generate_median_s']:.3f} s with ({lv['on']['live_redraws_median']:.0f} redraws) "
           f"against {lv['off']['generate_median_s']:.3f} s without: x{lv['cost_ratio']:.3f}")
@@ -467,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--lengths", type=int, nargs="*", help="length: answer lengths (default 32 64 128 256 512)")
     b.add_argument("--no-extend", action="store_true", help="length: skip lengths past the models' context "
                    "instead of running them on stretched-position copies (speed only)")
+    b.add_argument("--rounds", type=int, default=2, help="panel: rounds over the thread settings (default 2)")
     b.add_argument("--triples", type=int, default=30, help="controls: built-in keyword triples (default 30)")
     b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
     b.add_argument("--methods", nargs="*", help="controls: keyword methods to compare, the first one "

@@ -2,10 +2,10 @@
 
 torch's default is one thread per core, and its OpenMP workers spin while they wait. When another
 busy process shares the cores (a classmate's kernel, a training job, the browser), those spinning
-workers fight it and a 1-second generation can take 10-50 seconds. labkit therefore uses half the
-cores (at least one) for its work: on a quiet 2-core machine that costs about 1.5x on the embedded
-model, and under a CPU-bound neighbour it is several times faster (`labkit bench panel` measures
-both; figures in docs/benchmarks.md).
+workers fight it: next to a CPU-bound neighbour the panel's first Generate took 26 s with torch's
+2 threads and at most 3.2 s with one, on 2 cores, while on a quiet machine the two differed by
+less than the noise (`labkit bench panel`; the table is in README.md). labkit therefore uses half
+the cores (at least one) for its work.
 
 It is applied where labkit starts work (`lk.load`, the `labkit` command), never at import, and
 only until you choose: `lk.set_threads(n)` or the environment variable LABKIT_THREADS=n pins a

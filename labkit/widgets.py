@@ -35,7 +35,7 @@ KNOBS = ("steps", "temperature", "threshold", "editing_threshold", "factor", "en
 USES = {name: {k for k in KNOBS if k in registry.knobs(name)} | {"temperature"}
         | ({"steps"} if registry.budgeted(name) else set()) for name in registry.NAMES}
 VIEWS = ("state", "confidence", "commit_step", "edits")
-LIVE_EVERY = 0.5          # seconds between redraws while a run decodes (at least 10x a redraw's cost)
+LIVE_EVERY = 0.25         # seconds between token-grid redraws while a run decodes
 _MIME = "application/vnd.plotly.v1+json"
 
 
@@ -377,6 +377,9 @@ class Lab:
         view. A bad combination of knobs shows its message in the panel and keeps the last good
         run on screen; Stop keeps the steps decoded so far."""
         t0 = time.perf_counter()
+        if self.running and threading.current_thread() is not self._thread:
+            self.error = _report(self.message, "a run is still decoding: press Stop or wait for it")
+            return None
         try:
             rule, controls, settings = self.rule(), self.controls(), self.settings()
         except ValueError as e:
@@ -387,18 +390,23 @@ class Lab:
         self.redraws = 0
         trace = Trace(prompt_len=0, mask_id=self.lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
         budget = _step_budget(self.sampler.value, settings, getattr(rule, "max_post_steps", 0))
-        next_draw = [time.perf_counter() + (self.live_every or 0)]
+        start = time.perf_counter()
+        next_grid, next_heat = [start + (self.live_every or 0)], [start + 4 * (self.live_every or 0)]
 
         def on_step(rec):
             self.progress.value = f"decoding: step {rec.step + 1} {budget} · block {rec.block + 1}"
             if self._stop.is_set():
                 raise Stopped
             now = time.perf_counter()
-            if self.live_every is not None and now >= next_draw[0]:
-                self._draw(trace, step=len(trace) - 1, live=True)
-                self.redraws += 1
-                cost = time.perf_counter() - now     # redraws take at most a tenth of the run
-                next_draw[0] = now + (max(self.live_every, 10 * cost) if self.live_every else 0.0)
+            if self.live_every is None or now < next_grid[0]:
+                return
+            heat = now >= next_heat[0]
+            self._draw_live(trace, heat)
+            self.redraws += 1
+            next_grid[0] = now + self.live_every
+            if heat:       # the heatmap costs ~50 ms: at most every 4 grid redraws and 5% of the time
+                cost = time.perf_counter() - now
+                next_heat[0] = now + (max(4 * self.live_every, 20 * cost) if self.live_every else 0.0)
 
         stopped = False
         try:
@@ -433,21 +441,23 @@ class Lab:
         self.render_seconds = time.perf_counter() - t0
         return out
 
-    def _draw(self, trace, step: int, live: bool = False) -> None:
-        """Build the heatmaps of `trace` and point every view at `step`; a live draw shows the
-        run so far and leaves the scrubber alone."""
+    def _draw(self, trace, step: int) -> None:
+        """Build the heatmaps of `trace`, reset the scrubber to it and point every view at `step`."""
         self.trace = trace
-        kinds = [k for k in self.views if k != "edits" or viz._has_edits(trace, 0)]
-        if live:                            # the cheap views only: the rest appear when it is done
-            kinds = [k for k in kinds if k == "state"]
-        self.figures = {kind: figure_dict(trace, self.lm, kind) for kind in kinds}
-        if live:
-            self._point(step)
-            return
+        self.figures = {kind: figure_dict(trace, self.lm, kind) for kind in self.views
+                        if kind != "edits" or viz._has_edits(trace, 0)}
         self.step = -1                      # force the redraw even if the slider does not move
         self.scrubber.reset(len(trace))
         if self.step != len(trace) - 1:
             self.show_step(len(trace) - 1)
+
+    def _draw_live(self, trace, heatmap: bool) -> None:
+        """The run so far, while it decodes: the token grid and the step label (cheap), and with
+        `heatmap` the mask-state heatmap too; the other views appear when the run is done."""
+        self.trace = trace
+        if heatmap and "state" in self.views:
+            self.figures = {"state": figure_dict(trace, self.lm, "state")}
+        self._point(len(trace) - 1, figures=heatmap)
 
     def show_step(self, step: int) -> None:
         """Point every view at `step`: marker on the heatmaps, token grid, step label."""
@@ -455,7 +465,7 @@ class Lab:
             return
         self._point(step)
 
-    def _point(self, step: int) -> None:
+    def _point(self, step: int, figures: bool = True) -> None:
         trace = self.trace
         step = max(0, min(int(step), len(trace) - 1))
         self.step = step
@@ -464,8 +474,9 @@ class Lab:
         self.scrubber.label.value = (f"block {rec.block} · {int(rec.committed[0].sum())} committed"
                                      f" · {int(rec.edited[0].sum())} edited · {masks} masks left")
         self.grid.value = viz.token_grid(trace, self.lm, step=step)
-        self.figures = {k: with_marker(f, step) for k, f in self.figures.items()}
-        _show(self.heatmaps, list(self.figures.values()))
+        if figures:
+            self.figures = {k: with_marker(f, step) for k, f in self.figures.items()}
+            _show(self.heatmaps, list(self.figures.values()))
 
     def _ipython_display_(self):
         from IPython.display import display

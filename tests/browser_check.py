@@ -228,9 +228,10 @@ def panels_follow_the_slider(page, panel) -> list[dict]:
 def generate_runs_live(page, panel) -> dict | None:
     """Press the first panel's Generate and watch it: the button must turn into Stop and a
     progress line count steps while the run decodes, then Generate come back."""
-    button = panel.locator("button", has_text=re.compile(r"^\s*Generate\s*$")).first
-    if not button.count():
+    found = panel.locator("button", has_text=re.compile(r"^\s*Generate\s*$")).first
+    if not found.count():
         return None
+    button = found.element_handle()         # this very button, whatever its label becomes
     button.scroll_into_view_if_needed()
     button.click()
     seen_stop, progress = False, ""

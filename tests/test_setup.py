@@ -57,3 +57,20 @@ def test_notebooks_are_committed_executed():
             assert not any(o["output_type"] == "error" for o in cell["outputs"]), path.name
             if "NBVAL_CHECK_OUTPUT" in "".join(cell["source"]):
                 assert cell["outputs"], f"{path.name}: checked cell without stored output"
+
+
+def test_make_lab_opens_notebook_01():
+    """The URL `make lab` prints must open the first notebook, not JupyterLab's Launcher."""
+    import subprocess
+    cmd = subprocess.run(["make", "-n", "lab", "BIN=.venv/bin", "STAMP=/dev/null"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"--LabApp\.default_url=/lab/tree/(\S+)", cmd)
+    assert m and "--ServerApp.root_dir=notebooks" in cmd, cmd
+    assert (ROOT / "notebooks" / m.group(1)).is_file() and m.group(1).startswith("01_")
+
+
+def test_notebooks_folder_holds_only_notebooks():
+    """Students open notebooks/: the nbval configuration lives in tests/."""
+    names = {p.name for p in (ROOT / "notebooks").iterdir() if not p.name.startswith(".")}
+    assert names and all(n.endswith(".ipynb") for n in names), sorted(names)
+    assert "-p tests.nbval_plugin" in (ROOT / "Makefile").read_text()

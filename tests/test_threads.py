@@ -56,3 +56,12 @@ def test_importing_labkit_leaves_torch_threads_alone():
             "assert torch.get_num_threads() == n, (n, torch.get_num_threads()); print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "ok", r.stderr
+
+
+def test_the_panel_benchmark_runs_each_setting_in_its_own_process():
+    from labkit.bench_profile import _panel_child, busy_neighbour
+    r = _panel_child("tiny", 1, {"LABKIT_THREADS": "1"}, None, timeout=300)
+    assert r["threads"] == 1 and r["steps"] == 64 and r["generate_median_s"] > 0
+    with busy_neighbour() as n:
+        assert n.proc.poll() is None                     # running beside us
+    assert n.proc.poll() is not None                     # and gone afterwards

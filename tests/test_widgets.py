@@ -252,3 +252,11 @@ def test_make_rule_uses_the_registry_and_its_presets():
     assert widgets.make_rule("low_confidence", temperature=1.0).top_p == lk.defaults.TOP_P
     with pytest.raises(ValueError, match="threshold must be in"):
         widgets.make_rule("threshold", threshold=1.5)
+
+
+def test_a_second_run_waits_its_turn(toy):
+    lab = widgets.Lab(toy, "ROMEO:\n", run=False, gen_length=64, block_length=64, steps=64)
+    lab.start()
+    assert lab.run() is None and "still decoding" in lab.error
+    lab.wait()
+    assert lab.out is not None and len(lab.out.trace) == 64

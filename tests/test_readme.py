@@ -1,0 +1,60 @@
+"""README.md's promises: its tour runs, its command lines parse, its defaults table is true."""
+import re
+import shlex
+from pathlib import Path
+
+import labkit as lk
+from labkit.cli import build_parser
+from labkit.samplers import registry
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def block(title: str, lang: str) -> str:
+    section = README.split(f"## {title}", 1)[1]
+    return section.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_tour_runs_as_written():
+    code = block("A five-line tour", "python")
+    assert len([ln for ln in code.splitlines() if ln.strip()]) == 5
+    scope = {}
+    exec(compile(code, "README tour", "exec"), scope)
+    out = scope["out"]
+    assert out.stats["nfe"] == 64 and out.stats["tpf"] == 1.0 and out.text
+
+
+def test_every_command_line_parses():
+    lines = [re.split(r"\s+# ", ln)[0].strip() for ln in block("The command line", "bash").splitlines()]
+    lines = [ln for ln in lines if ln.startswith("labkit ")]
+    assert len(lines) >= 8
+    parser = build_parser()
+    for line in lines:
+        args = shlex.split(line)[1:]
+        if "|" in args:                                  # "bench a | b | c": each alternative
+            first = args.index("|") - 1
+            names = [a for a in args[first:] if a != "|"]
+            for name in names:
+                parser.parse_args([*args[:first], name])
+        else:
+            parser.parse_args(args)
+
+
+def test_the_sampler_names_listed_are_the_registry():
+    listed = re.search(r"`--sampler` takes (.+?)\. A flag", README, re.S).group(1)
+    assert re.findall(r"`(\w+)`", listed) == list(registry.NAMES)
+
+
+def test_the_defaults_table_is_true(toy):
+    from labkit import defaults, widgets
+    assert defaults.MODEL == "tiny" and defaults.PARALLEL_MODEL == "tiny-cap"
+    assert (defaults.TEMPERATURE, defaults.TOP_P) == (1.0, 0.9)
+    assert (defaults.GEN_LENGTH, defaults.BLOCK_LENGTH, defaults.STEPS) == (64, 32, 64)
+    assert defaults.sampler() == lk.LowConfidence(temperature=1.0, top_p=0.9)
+    g = build_parser().parse_args(["generate", "x"])
+    assert g.model is None and g.temperature is None        # filled in from labkit.defaults
+    out = lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16)
+    assert out.trace.meta["sampler"] == repr(lk.LowConfidence())      # greedy
+    assert widgets.Lab(toy, run=False).temperature.value == 0.0
+    assert "Defaults, in one place" in README and "MIN_PARALLEL_TPF" not in README
+    assert defaults.MIN_PARALLEL_TPF == 1.2 and "fewer than 1.2 tokens per forward pass" in README
