@@ -155,11 +155,14 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
 
 
 def shoot(page, path: Path, panel: bool) -> None:
-    """Screenshot with the first panel (or the first plotly figure) at the top of the view."""
+    """Screenshot with the first panel (or the first plotly figure) at the top of the view; a
+    panel's is taller, so its heatmaps are in the picture too."""
+    if panel:
+        page.set_viewport_size({"width": 1400, "height": 1800})
     first = page.locator(".widget-vbox" if panel else ".js-plotly-plot").first
     if first.count():
         first.evaluate("e => e.scrollIntoView({block: 'start'})")
-        time.sleep(1)
+        time.sleep(2)
     page.screenshot(path=str(path), full_page=False)
 
 
