@@ -17,25 +17,29 @@ import time
 def _generate(a) -> int:
     from . import defaults
     from .decode import check_knobs, check_seed, generate
+    from .model import embedded_kind
     from .samplers import registry
 
     # everything that needs no model is checked first, so bad input fails before the model loads
     html_path = _output_file(a.html, "--html", ".html")
     trace_path = _output_file(a.trace, "--trace", ".npz")
-    name, sampler = _sampler(a)
+    chosen = a.model is not None
+    if not chosen:                              # S / Q mode on the lab's model that can do them
+        a.model = defaults.PARALLEL_MODEL if a.sampler in registry.PRESETS else defaults.MODEL
+    causal = embedded_kind(a.model) == "causal"  # known before loading for the embedded models
+    name, sampler, notes = _sampler(a, default="autoregressive" if causal else "low_confidence")
     check_knobs(sampler, gen_length=a.gen_length, block_length=a.block_length, steps=a.steps,
                 cfg_scale=a.cfg_scale, penalty_lambda=a.penalty_lambda)
     check_seed(a.seed)
     controls = _controls(a)
-    if a.model is None:                         # S / Q mode on the lab's model that can do them
-        a.model = defaults.PARALLEL_MODEL if name in registry.PRESETS else defaults.MODEL
-        if name in registry.PRESETS:
-            _note(f"{name} mode runs on {a.model}, the lab's model for parallel decoding "
-                  f"(choose another with --model)")
+    if not chosen and a.sampler in registry.PRESETS:
+        notes.insert(0, f"{a.sampler} mode runs on {a.model}, the lab's model for parallel decoding "
+                        f"(choose another with --model)")
     lm = _load(a)
-    if a.sampler is None and lm.kind == "causal":
-        name, sampler = "autoregressive", registry.rule("autoregressive", temperature=sampler.temperature,
-                                                       top_p=sampler.top_p)
+    if a.sampler is None and lm.kind == "causal" and name != "autoregressive":
+        name, sampler, notes = _sampler(a, default="autoregressive")     # its flags checked again
+    for note in notes:
+        _note(note)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
     t0 = time.perf_counter()
     out = generate(lm, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
@@ -73,7 +77,7 @@ def _output_file(value: str | None, flag: str, suffix: str):
         raise ValueError(f"{flag} takes a file name, got the folder {value!r} (e.g. {flag} {value.rstrip('/')}/run{suffix})")
     if not path.parent.is_dir():
         raise ValueError(f"{flag}: folder {str(path.parent)!r} does not exist; create it first")
-    return path if path.suffix == suffix else path.with_name(path.name + suffix)
+    return path if path.suffix.lower() == suffix else path.with_name(path.name + suffix)
 
 
 def _controls(a) -> list:
@@ -92,21 +96,24 @@ def _controls(a) -> list:
     return controls
 
 
-def _sampler(a):
-    """(rule name, rule object) from the flags. A flag the chosen rule does not read is refused;
-    one that only does nothing here (--steps under a rule that runs until each block is full,
-    --top-p at temperature 0) gets a note."""
+def _sampler(a, default: str = "low_confidence"):
+    """(rule name, rule object, notes) from the flags; `default` is the rule when --sampler is
+    not given. A flag the rule does not read, or that contradicts another, is refused; one that
+    only does nothing here (--steps under a rule that runs until each block is done, --top-p at
+    temperature 0) gets a note, printed once everything is checked."""
     from . import defaults
     from .samplers import registry
 
-    name = a.sampler or "low_confidence"
+    name, notes = a.sampler or default, []
     if a.remasking is not None:
         if name not in ("low_confidence", "random"):
             raise ValueError(f"--remasking: not read by sampler {name!r} (only by low_confidence)")
+        if a.sampler == "random" and a.remasking != "random":
+            raise ValueError(f"--remasking {a.remasking} contradicts --sampler random")
         name = "random" if a.remasking == "random" else name
     temperature = defaults.TEMPERATURE if a.temperature is None else a.temperature
     if a.top_p is not None and temperature == 0:
-        _note("--top-p does nothing at temperature 0 (greedy decoding)")
+        notes.append("--top-p does nothing at temperature 0 (greedy decoding)")
     top_p = (defaults.TOP_P if a.top_p is None else a.top_p) if temperature > 0 else None
     flags = {"threshold": a.threshold, "editing_threshold": a.editing_threshold, "factor": a.factor,
              "entropy_bound": a.entropy_bound}
@@ -117,9 +124,10 @@ def _sampler(a):
                              + (f" (it reads {', '.join('--' + r.replace('_', '-') for r in reads)})" if reads
                                 else f"; use --sampler {' or '.join(_readers(knob))}"))
     if a.steps_given and not registry.budgeted(name):
-        _note(f"--steps is ignored by sampler {name!r}: it runs each block until it is done")
-    a.steps = defaults.STEPS if a.steps is None else a.steps
-    return name, registry.rule(name, temperature=temperature, top_p=top_p, **flags)
+        notes.append(f"--steps is ignored by sampler {name!r}: it runs each block until it is done")
+    steps = defaults.STEPS if a.steps is None else a.steps
+    a.steps = steps
+    return name, registry.rule(name, temperature=temperature, top_p=top_p, **flags), notes
 
 
 def _readers(knob: str) -> list[str]:

@@ -62,9 +62,10 @@ def check_knobs(sampler, *, gen_length: int, block_length: int, steps: int, cfg_
 
 
 def check_seed(seed) -> None:
+    """An integer torch.manual_seed takes (-2**63 <= seed < 2**64) or None."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-                             or not 0 <= seed < 2**63):
-        raise ValueError(f"seed must be an integer in [0, 2**63) or None, got {seed!r}")
+                             or not -2**63 <= seed < 2**64):
+        raise ValueError(f"seed must be an integer in [-2**63, 2**64) or None, got {seed!r}")
 
 
 def _check(lm, sampler, prompts, gen_length, block_length, steps, cfg_scale, penalty_lambda):

@@ -116,9 +116,18 @@ def check_device(device) -> torch.device:
                              f"cuda:{torch.cuda.device_count() - 1}")
     elif dev.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError("device 'mps' is not available on this machine; use device 'cpu'")
-    elif dev.type not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'mps', got {device!r}")
     return dev
+
+
+def embedded_kind(name: str) -> str | None:
+    """"causal" or "masked" for an embedded model (read off its config, no weights loaded);
+    None for anything else."""
+    if name not in EMBEDDED:
+        return None
+    cfg = models_dir() / EMBEDDED[name] / "config.json"
+    if not cfg.is_file():
+        return None
+    return "causal" if json.loads(cfg.read_text()).get("is_causal") else "masked"
 
 
 def _to(lm: DLM, device, dtype) -> DLM:

@@ -160,15 +160,15 @@ class _Models:
 class Lab:
     """The panel: model, prompt, sampler and knobs, Generate; a step scrubber driving heatmaps of
     the mask state, confidence, commit step and edits, the token grid at that step, and the run's
-    stats. While a run decodes, the token grid and the mask-state heatmap follow it (redrawn every
-    `live_every` seconds, and never for more than a tenth of the time; 0: every step; None: not
-    at all), a
-    progress line counts the steps, and Generate becomes Stop.
+    stats. While a run decodes, the token grid follows it (redrawn every `live_every` seconds; 0:
+    every step; None: not at all) and so does the mask-state heatmap (at most every fourth grid
+    redraw and 5% of the time), a progress line counts the steps, Generate becomes Stop, and the
+    other controls wait until the run is done.
 
     From code: `lab.run()` decodes and returns when done; the buttons (`.click()`) start the same
     run in the background, as the mouse does, and `lab.wait()` waits for it."""
 
-    def __init__(self, lm, prompt: str = "ROMEO:\nBut soft, what light", *, sampler: str = "low_confidence",
+    def __init__(self, lm, prompt: str = "ROMEO:\nBut soft, what light", *, sampler: str | None = None,
                  gen_length: int = 64, block_length: int = 32, steps: int = 64, temperature: float = 0.0,
                  threshold: float = 0.9, editing_threshold: float = 0.5, seed: int = 0, keywords: str = "",
                  views: tuple[str, ...] = VIEWS, run: bool = True, live_every: float = LIVE_EVERY):
@@ -181,6 +181,7 @@ class Lab:
         self.models = _Models(lm)
         self.lm = lm
         choices = self._sampler_choices(lm)
+        sampler = choices[0] if sampler is None else sampler     # low_confidence; autoregressive if causal
         if sampler not in choices:
             raise ValueError(f"sampler must be one of {', '.join(choices)} for model {lm.name!r}, got {sampler!r}")
         sl = dict(continuous_update=False, style={"description_width": "110px"},
@@ -262,6 +263,8 @@ class Lab:
                                          "temperature 0 is greedy: the seed changes nothing")
 
     def _model_changed(self, change) -> None:
+        if self._switching and change["new"] == self.lm.name:
+            return                                  # putting the menu back after a failed load
         if not self._switching:
             self.model_chosen = True
         self._use_model(change["new"])
@@ -272,6 +275,11 @@ class Lab:
             lm = self.models.get(name)
         except (ValueError, FileNotFoundError) as e:
             self.error = _report(self.message, str(e))
+            self._switching = True                  # the menu shows the model in use
+            try:
+                self.model.value = self.lm.name
+            finally:
+                self._switching = False
             return
         self.lm = lm
         choices = self._sampler_choices(lm)
@@ -318,6 +326,10 @@ class Lab:
                 self.model.value = defaults.PARALLEL_MODEL
             finally:
                 self._switching = False
+        if self.lm.kind == "causal":
+            self.error = _report(self.message, f"{label} needs a masked diffusion model; {self.lm.name} is "
+                                 f"causal (left to right only): pick another model in the menu")
+            return None
         self.sampler.value = "draft_edit"
         knobs = preset_knobs(PRESETS[label])
         self.threshold.value = knobs["threshold"]
@@ -339,11 +351,13 @@ class Lab:
             self.start(self.run)
 
     def start(self, job=None) -> None:
-        """Run `job` (default: Generate) in the background, so the panel stays live."""
-        if self.running:
+        """Run `job` (default: Generate) in the background, so the panel stays live. The panel is
+        busy (Generate reads Stop) from now until the job, drawing included, is done."""
+        if self.running or (self._thread is not None and self._thread.is_alive()):
             return
         self._stop.clear()
         self.running = True                 # before the thread starts: a second press means Stop
+        self._busy(True)
         self._thread = threading.Thread(target=self._background, args=(job or self.run,), daemon=True)
         self._thread.start()
 
@@ -353,6 +367,7 @@ class Lab:
         except Exception as e:              # a background thread has nowhere else to report
             self.error = _report(self.message, f"{type(e).__name__}: {e}")
         finally:
+            self._stop.clear()              # a late Stop does not carry over to the next run
             self.running = False
             self._busy(False)
 
@@ -366,30 +381,51 @@ class Lab:
             self._thread.join(timeout)
 
     def _busy(self, on: bool) -> None:
+        """While a run is busy, Generate reads Stop and every other control waits."""
         b = self.generate_button
         b.description, b.icon, b.button_style = ("Stop", "stop", "warning") if on else ("Generate", "play", "primary")
         self.scrubber.enable(not on)
-        if not on:
+        for control in (self.model, self.prompt, self.sampler, self.keywords, self.seed, self.gen_length,
+                        self.block_length, *self.presets.values()):
+            control.disabled = on
+        if on:
+            for knob in KNOBS:
+                getattr(self, knob).disabled = True
+        else:
             self.progress.value = ""
+            self._enable()
 
     def run(self):
         """Generate with the panel's settings, drawing the run as it decodes, then re-render every
         view. A bad combination of knobs shows its message in the panel and keeps the last good
-        run on screen; Stop keeps the steps decoded so far."""
-        t0 = time.perf_counter()
-        if self.running and threading.current_thread() is not self._thread:
+        run on screen; Stop keeps the steps decoded so far. From code it returns when done; while
+        a run started by a button decodes, it is refused with a message."""
+        mine = threading.current_thread() is self._thread       # the body of a background job
+        if self.running and not mine:
             self.error = _report(self.message, "a run is still decoding: press Stop or wait for it")
             return None
+        if not mine:                        # a run from code owns the panel until it is drawn
+            self._stop.clear()
+            self.running = True
+            self._busy(True)
+        try:
+            return self._run()
+        finally:
+            if not mine:
+                self.running = False
+                self._busy(False)
+
+    def _run(self):
+        t0 = time.perf_counter()
+        lm, rule_name = self.lm, self.sampler.value         # fixed for this run
         try:
             rule, controls, settings = self.rule(), self.controls(), self.settings()
         except ValueError as e:
             self.error = _report(self.message, str(e))
             return None
-        self.running = True
-        self._busy(True)
         self.redraws = 0
-        trace = Trace(prompt_len=0, mask_id=self.lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
-        budget = _step_budget(self.sampler.value, settings, getattr(rule, "max_post_steps", 0))
+        trace = Trace(prompt_len=0, mask_id=lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
+        budget = _step_budget(rule_name, settings, getattr(rule, "max_post_steps", 0))
         start = time.perf_counter()
         next_grid, next_heat = [start + (self.live_every or 0)], [start + 4 * (self.live_every or 0)]
 
@@ -408,34 +444,30 @@ class Lab:
                 cost = time.perf_counter() - now
                 next_heat[0] = now + (max(4 * self.live_every, 20 * cost) if self.live_every else 0.0)
 
-        stopped = False
         try:
-            out = generate(self.lm, self.prompt.value, rule, controls=controls, on_step=on_step, trace=trace,
+            out = generate(lm, self.prompt.value, rule, controls=controls, on_step=on_step, trace=trace,
                            **settings)
         except ValueError as e:
             self.error = _report(self.message, str(e))
             return None
         except Stopped:
-            out, stopped = None, True
-        finally:
-            self.running = False
-            self._busy(False)
+            out = None
         self.error = _report(self.message, "")
-        if stopped:
+        if out is None:                     # stopped
             if not len(trace):
                 return None
             trace.meta.update(sampler=repr(rule), **{k: settings[k] for k in ("gen_length", "block_length")})
             self.notice = _notice(self.note, f"stopped after {len(trace)} steps; Generate decodes again")
-            self.stats.value = viz.stats_table({"sampler": repr(rule), "NFE": len(trace), "stopped": "yes"})
+            self.stats.value = viz.stats_table({"model": lm.name, "sampler": repr(rule), "NFE": len(trace),
+                                                "stopped": "yes"})
             self._draw(trace, step=len(trace) - 1)
             self.render_seconds = time.perf_counter() - t0
             return None
         self.out = out
-        self.notice = _notice(self.note, defaults.parallel_note(self.lm.name, self.sampler.value,
-                                                                out.stats["tpf"]))
+        self.notice = _notice(self.note, defaults.parallel_note(lm.name, rule_name, out.stats["tpf"]))
         s = out.stats
         self.stats.value = viz.stats_table({
-            "model": self.lm.name, "sampler": out.trace.meta["sampler"], "NFE": s["nfe"], "TPF": s["tpf"],
+            "model": lm.name, "sampler": out.trace.meta["sampler"], "NFE": s["nfe"], "TPF": s["tpf"],
             "tokens/s": s["tps"], "decode s": s["seconds"], "answer": out.texts[0][:120]})
         self._draw(out.trace, step=len(out.trace) - 1)
         self.render_seconds = time.perf_counter() - t0
@@ -457,11 +489,11 @@ class Lab:
         self.trace = trace
         if heatmap and "state" in self.views:
             self.figures = {"state": figure_dict(trace, self.lm, "state")}
-        self._point(len(trace) - 1, figures=heatmap)
+        self._point(len(trace) - 1, figures=heatmap and "state" in self.views)
 
     def show_step(self, step: int) -> None:
         """Point every view at `step`: marker on the heatmaps, token grid, step label."""
-        if self.trace is None or self.running:
+        if self.trace is None:
             return
         self._point(step)
 
@@ -525,6 +557,8 @@ class Compare:
     def _rule(self, side: str):
         name = getattr(self, side).value
         knobs = {k: v for k, v in self.knobs[side].items() if k in registry.knobs(name)}
+        if knobs.get("temperature", 0) > 0 and "top_p" not in knobs:
+            knobs["top_p"] = defaults.TOP_P              # the lab's nucleus, as in the panel and the CLI
         return registry.rule(name, **knobs)
 
     def run(self):

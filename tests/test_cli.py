@@ -185,7 +185,9 @@ def test_recipe_sweep_ranks_variants_by_targets_then_variety():
     (["generate", "--threshold", "0.7", "ROMEO:"], "--threshold: not read by sampler 'low_confidence'"),
     (["generate", "--sampler", "threshold", "--editing-threshold", "0.5", "ROMEO:"], "--editing-threshold: not read"),
     (["generate", "--sampler", "speed", "--remasking", "random", "ROMEO:"], "--remasking: not read"),
-    (["generate", "--seed", "-3", "ROMEO:"], "seed must be an integer"),
+    (["generate", "--sampler", "random", "--remasking", "low_confidence", "ROMEO:"], "contradicts --sampler random"),
+    (["generate", "--model", "tiny-ar", "--threshold", "0.7", "ROMEO:"], "not read by sampler 'autoregressive'"),
+    (["generate", "--model", "tiny-ar", "--remasking", "random", "ROMEO:"], "--remasking: not read by sampler 'autoregressive'"),
     (["generate", "--device", "cuda:7", "ROMEO:"], "is not available"),
     (["generate", "--device", "gpu", "ROMEO:"], "device must be"),
     (["generate", "--trace", "/tmp", "ROMEO:"], "--trace takes a file name"),
@@ -219,6 +221,17 @@ def test_s_mode_on_a_chosen_model_says_when_it_cannot_parallelise(capsys):
     assert main(["generate", "--model", "tiny", "--sampler", "speed", "--temperature", "0", "ROMEO:"]) == 0
     err = capsys.readouterr().err
     assert "runs on tiny-cap" not in err and "not confident enough to decode in parallel" in err
+
+
+def test_the_causal_twin_notes_steps_it_ignores(capsys):
+    assert main(["generate", "--model", "tiny-ar", "--steps", "32", "--gen-length", "32", "ROMEO:"]) == 0
+    assert "--steps is ignored by sampler 'autoregressive'" in capsys.readouterr().err
+
+
+def test_a_note_never_precedes_an_error(capsys):
+    assert main(["generate", "--sampler", "threshold", "--steps", "0", "ROMEO:"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "steps must be a positive integer" in err
 
 
 def test_flags_the_rule_ignores_get_a_note(capsys):

@@ -59,10 +59,23 @@ def test_neg_entropy_thresholds_are_negative():
     assert lk.Threshold(threshold=-0.5, score="neg_entropy").threshold == -0.5
 
 
-@pytest.mark.parametrize("seed", ["abc", -1, 1.5, True, 2**64])
+@pytest.mark.parametrize("seed", ["abc", 1.5, 3.0, True, 2**64, -2**63 - 1])
 def test_a_bad_seed_is_a_clear_error(toy, seed):
-    with pytest.raises(ValueError, match="seed must be an integer"):
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[-2\*\*63, 2\*\*64\)"):
         lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16, seed=seed)
+
+
+@pytest.mark.parametrize("seed", [-1, 2**64 - 1, -2**63])
+def test_every_seed_torch_takes_is_a_seed(toy, seed):
+    lk.generate(toy, "ROMEO:\n", lk.LowConfidence(temperature=1.0), gen_length=16, block_length=16, steps=16,
+                seed=seed)
+
+
+def test_numpy_numbers_are_numbers():
+    import numpy as np
+    assert lk.Threshold(threshold=np.float32(0.5)).threshold == np.float32(0.5)
+    assert lk.EntropyBound(entropy_bound=np.float64(0.2)).entropy_bound == 0.2
+    assert lk.Threshold(threshold=None, factor=np.int64(2)).factor == 2
 
 
 def test_numpy_seeds_are_seeds(toy):

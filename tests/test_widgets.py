@@ -255,8 +255,43 @@ def test_make_rule_uses_the_registry_and_its_presets():
 
 
 def test_a_second_run_waits_its_turn(toy):
-    lab = widgets.Lab(toy, "ROMEO:\n", run=False, gen_length=64, block_length=64, steps=64)
-    lab.start()
+    import threading
+    lab = widgets.Lab(toy, "ROMEO:\n", run=False, **SMALL)
+    go = threading.Event()
+    lab.start(lambda: (go.wait(10), lab.run()))     # a button run, held before it decodes
+    assert lab.generate_button.description == "Stop" and lab.model.disabled and lab.sampler.disabled
     assert lab.run() is None and "still decoding" in lab.error
+    lab.start()                                      # a second press starts nothing new
+    go.set()
     lab.wait()
-    assert lab.out is not None and len(lab.out.trace) == 64
+    assert lab.out is not None and len(lab.out.trace) == 16 and lab.error == ""
+    assert lab.generate_button.description == "Generate" and not lab.model.disabled
+    assert lab.steps.disabled is False and lab.threshold.disabled is True     # back to the rule's knobs
+
+
+def test_a_late_stop_does_not_stop_the_next_run(toy):
+    lab = widgets.Lab(toy, "ROMEO:\n", run=False, **SMALL)
+    lab.stop()                                       # pressed when nothing was running
+    assert len(lab.run().trace) == 16 and lab.notice == ""
+
+
+def test_a_causal_model_opens_on_its_rule_and_refuses_presets(toy):
+    ar = lk.toy(causal=True)
+    lab = widgets.Lab(ar, "ROMEO:\n", **SMALL)
+    assert lab.sampler.value == "autoregressive" and lab.out.stats["nfe"] == 16
+    assert lab.apply_preset("S mode") is None
+    assert "needs a masked diffusion model" in lab.error and lab.sampler.value == "autoregressive"
+
+
+def test_a_model_that_fails_to_load_leaves_the_menu_on_the_model_in_use(toy, monkeypatch):
+    def broken(name, device=None):
+        raise FileNotFoundError(f"the embedded model {name!r} is missing")
+    monkeypatch.setattr(widgets, "load", broken)
+    lab = widgets.Lab(toy, "ROMEO:\n", run=False, **SMALL)
+    lab.select_model("tiny-ar")
+    assert lab.model.value == "toy" and lab.lm is toy and "is missing" in lab.error
+
+
+def test_compare_samples_within_the_labs_nucleus(toy):
+    cmp = widgets.Compare(toy, "ROMEO:\n", left_knobs={"temperature": 1.0}, run=False, **SMALL)
+    assert cmp._rule("left").top_p == lk.defaults.TOP_P and cmp._rule("right").top_p is None

@@ -16,6 +16,7 @@ commits at least one token per row per step, so a block of n masks takes at most
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -48,7 +49,7 @@ def _check_common(rule) -> None:
 
 def _check_number(name: str, value, low: float, high: float, allowed: str) -> None:
     """A real number in [low, high], or a ValueError naming the parameter and what is allowed."""
-    real = isinstance(value, (int, float)) and not isinstance(value, bool)
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not (real and low <= value <= high):
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
