@@ -111,6 +111,7 @@ class Trace:
             arrays.update(tokens=self.tokens().numpy(), candidates=self.candidates().numpy(),
                           confidence=self.confidence().numpy(), committed=self.committed().numpy(),
                           edited=self.edits().numpy(), active=self.active().numpy(),
+                          **({"pinned": self.pinned().numpy()} if self.has_pins else {}),
                           step=np.array([r.step for r in self.records]),
                           block=np.array([r.block for r in self.records]),
                           seconds=np.array([r.seconds for r in self.records]))
@@ -139,5 +140,6 @@ class Trace:
                     confidence=torch.from_numpy(z["confidence"][i]),
                     committed=torch.from_numpy(z["committed"][i]), edited=torch.from_numpy(z["edited"][i]),
                     seconds=float(z["seconds"][i]),
-                    active=torch.from_numpy(z["active"][i]) if "active" in z else None))
+                    active=torch.from_numpy(z["active"][i]) if "active" in z else None,
+                    pinned=torch.from_numpy(z["pinned"][i]) if "pinned" in z else None))
         return t

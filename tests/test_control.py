@@ -166,3 +166,14 @@ def test_bad_control_arguments(make, message):
 def test_bad_control_combinations(tiny, controls, message):
     with pytest.raises(ValueError, match=message):
         lk.generate(tiny, PROMPT, controls=controls, gen_length=7, block_length=7, steps=7)
+
+
+def test_a_saved_trace_keeps_its_pinned_positions(toy, tmp_path):
+    """A reloaded controlled run must show pinned text as pinned, not as ordinary text."""
+    out = lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16, controls=[lk.Pin(3, " crown")])
+    back = lk.Trace.load(out.trace.save(tmp_path / "run.npz"))
+    assert back.has_pins and torch.equal(back.pinned(), out.trace.pinned())
+    assert (lk.viz._state(back, 0) == lk.viz.PINNED).any()
+    plain = lk.Trace.load(lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16).trace.save(
+        tmp_path / "plain.npz"))
+    assert not plain.has_pins and plain.pinned() is None
