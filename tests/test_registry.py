@@ -108,4 +108,3 @@ def test_generate_fills_a_given_trace_and_on_step_can_stop_it(toy):
     assert seen == [1, 2, 3] and len(trace) == 3
     with pytest.raises(ValueError, match="trace must be empty"):
         lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16, trace=trace)
-
