@@ -10,6 +10,7 @@ the model, is a ratio <= 1.053); trace_overhead_ratio = full / no trace (target 
 """
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
@@ -351,10 +352,7 @@ def bench_panel(model: str = "tiny", *, repeats: int = 5, rounds: int = 2, log=N
             for name, env in THREAD_CANDIDATES.items():
                 if log:
                     log(f"panel: round {round_ + 1}, {name}{' + busy neighbour' if neighbour else ''}")
-                if neighbour:
-                    with busy_neighbour():
-                        r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
-                else:
+                with busy_neighbour() if neighbour else contextlib.nullcontext():
                     r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
                 rows.append({"candidate": name, "env": env, "neighbour": neighbour, "round": round_, **r})
     summary = []

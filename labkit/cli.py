@@ -122,17 +122,11 @@ def _sampler(a, default: str = "low_confidence"):
             reads = sorted(registry.knobs(name) & set(flags))
             raise ValueError(f"--{knob.replace('_', '-')}: not read by sampler {name!r}"
                              + (f" (it reads {', '.join('--' + r.replace('_', '-') for r in reads)})" if reads
-                                else f"; use --sampler {' or '.join(_readers(knob))}"))
+                                else f"; use --sampler {' or '.join(registry.readers(knob))}"))
     if a.steps_given and not registry.budgeted(name):
         notes.append(f"--steps is ignored by sampler {name!r}: it runs each block until it is done")
-    steps = defaults.STEPS if a.steps is None else a.steps
-    a.steps = steps
+    a.steps = defaults.STEPS if a.steps is None else a.steps
     return name, registry.rule(name, temperature=temperature, top_p=top_p, **flags), notes
-
-
-def _readers(knob: str) -> list[str]:
-    from .samplers import registry
-    return [n for n in registry.NAMES if knob in registry.knobs(n)]
 
 
 def _save(a, name: str, result):

@@ -192,8 +192,8 @@ class Lab:
         self.sampler = w.Dropdown(options=choices, value=sampler, description="sampler", style=sl["style"])
         self.presets = {label: w.Button(description=label, tooltip=f"{name}: DraftEdit {preset_knobs(name)}")
                         for label, name in PRESETS.items()}
-        context = lm.max_length if lm.max_length else 272
-        self.gen_length = w.IntSlider(gen_length, min=8, max=max(8, min(256, context - 16)), step=8,
+        longest = min(256, lm.max_length - 16) if lm.max_length else 256      # leave room for a prompt
+        self.gen_length = w.IntSlider(gen_length, min=8, max=max(8, longest), step=8,
                                       description="gen_length", **sl)
         self.block_length = w.IntSlider(block_length, min=4, max=128, step=4, description="block_length", **sl)
         self.steps = w.IntSlider(steps, min=1, max=256, description="steps", **sl)

@@ -58,6 +58,11 @@ def knobs(name: str) -> frozenset[str]:
     return _entry(name).knobs | SAMPLING
 
 
+def readers(knob: str) -> list[str]:
+    """The rule names that read `knob`."""
+    return [n for n in NAMES if knob in RULES[n].knobs | SAMPLING]
+
+
 def budgeted(name: str) -> bool:
     return _entry(name).budgeted
 
@@ -90,4 +95,4 @@ def _entry(name) -> Entry:
     return RULES[name]
 
 
-__all__ = ["NAMES", "PRESETS", "RULES", "budgeted", "knobs", "resolve", "rule"]
+__all__ = ["NAMES", "PRESETS", "RULES", "budgeted", "knobs", "readers", "resolve", "rule"]
