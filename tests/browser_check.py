@@ -236,6 +236,14 @@ def generate_runs_live(page, panel) -> dict | None:
         return None
     button = found.element_handle()         # this very button, whatever its label becomes
     button.scroll_into_view_if_needed()
+    # A short run can show and clear its progress line between two polls: record every change
+    # the page receives instead of sampling it.
+    panel.evaluate("""el => {
+        window.__progress = [];
+        const seen = () => { const m = el.textContent.match(/decoding: step \\d+[^\\n]*/);
+                             if (m) window.__progress.push(m[0]); };
+        new MutationObserver(seen).observe(el, {subtree: true, childList: true, characterData: true});
+    }""")
     button.click()
     seen_stop, progress = False, ""
     deadline = time.time() + 60
@@ -248,6 +256,7 @@ def generate_runs_live(page, panel) -> dict | None:
         if label == "Generate" and (seen_stop or time.time() > deadline - 50):
             break
         time.sleep(0.05)
+    progress = progress or next(iter(page.evaluate("window.__progress || []")), "")
     return {"saw_stop": seen_stop, "progress": progress, "back_to_generate": button.inner_text().strip() == "Generate"}
 
 
