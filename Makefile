@@ -34,6 +34,7 @@ lab: install
 	    --LabApp.default_url=/lab/tree/01_quickstart.ipynb
 
 test: install
+	$(BIN)/python -m ruff check labkit tests benchmarks
 	$(BIN)/python -m pytest -q -p tests.nbval_plugin tests notebooks --nbval --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg
 
@@ -46,7 +47,7 @@ notebooks: install
 # Reproduce the embedded models (each resumes if interrupted; times measured on 2 cores):
 # tiny-ar from scratch (40 min), tiny adapted from it (40 min), tiny-cap distilled from tiny (43 min: 22 teacher decoding, 21 training).
 model-ar: install
-	mkdir -p runs/tiny-ar && cp labkit/models/tiny/tokenizer.json labkit/models/tiny/tokenizer_config.json runs/tiny-ar/
+	mkdir -p runs/tiny-ar && cp labkit/weights/tiny/tokenizer.json labkit/weights/tiny/tokenizer_config.json runs/tiny-ar/
 	$(BIN)/labkit train --recipe tiny-ar --out runs/tiny-ar
 	$(call install_model,tiny-ar)
 
@@ -59,8 +60,8 @@ model-cap: install
 	$(call install_model,tiny-cap)
 
 define install_model
-	mkdir -p labkit/models/$(1)
-	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(1)/'+f, 'labkit/models/$(1)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
+	mkdir -p labkit/weights/$(1)
+	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(1)/'+f, 'labkit/weights/$(1)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
 	$(BIN)/labkit eval --model $(1) --card
 endef
 

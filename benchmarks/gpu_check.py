@@ -10,7 +10,7 @@ is instantiated on the GPU. Random weights write nonsense, so only speed and mem
 - peak memory of one greedy generation (torch.cuda.max_memory_allocated);
 - labkit's overhead around the forward passes (labkit bench overhead);
 - the batch sweep, doubling until memory runs out (reported, not raised);
-- the prefix and dual KV cache (labkit.cache) on a long prompt: speedup and identical answers.
+- the prefix and dual KV cache (labkit.models.kv_cache) on a long prompt: speedup and identical answers.
 Without CUDA it prints {"skipped": ...} and exits 0. `--shape small --device cpu` runs the same
 steps on a small model, which is how the tests check the script.
 """
@@ -35,11 +35,11 @@ SHAPES = {
 
 def build(shape: str, device: str, dtype: torch.dtype):
     """A DLM with the embedded tokenizer and random weights of the given shape."""
-    from labkit.model import DLM, models_dir
-    from labkit.tiny import TinyDLM, TinyDLMConfig
-    from labkit.tokenizer import load_tokenizer
+    from labkit.models.load import DLM, weights_dir
+    from labkit.models.tiny_net import TinyDLM, TinyDLMConfig
+    from labkit.models.tokenizer import load_tokenizer
 
-    tok = load_tokenizer(models_dir() / "tiny")
+    tok = load_tokenizer(weights_dir() / "tiny")
     cfg = TinyDLMConfig(mask_token_id=tok.mask_token_id, **SHAPES[shape])
     previous = torch.get_default_dtype()
     torch.set_default_dtype(dtype)                # build directly in bf16: no fp32 copy of 8B weights
@@ -79,8 +79,8 @@ def kv_cache_speedup(lm) -> dict:
     """One greedy 128-token answer to a long held-out prompt, without a cache and with each wrapper
     (after a warm-up run each): seconds, speedup, and whether the answer matched the uncached one."""
     import labkit as lk
-    from labkit.bench_profile import long_prompts
-    from labkit.cache import DualCache, PrefixCache
+    from labkit.bench.speed import long_prompts
+    from labkit.models.kv_cache import DualCache, PrefixCache
 
     prompt = long_prompts(lm, 1, max_tokens=480)[0]
     knobs = dict(gen_length=128, block_length=32, steps=128)
@@ -96,7 +96,7 @@ def kv_cache_speedup(lm) -> dict:
 
 def run(shape: str, device: str, max_batch: int, log) -> dict:
     import labkit as lk
-    from labkit.bench_profile import PROMPT, bench_batch, bench_overhead
+    from labkit.bench.speed import PROMPT, bench_batch, bench_overhead
     from labkit.profile import peak_memory
 
     t_start = time.perf_counter()

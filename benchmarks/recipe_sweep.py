@@ -47,9 +47,9 @@ NAMES = ["low_confidence_1tok", "low_confidence_2tok", "threshold_0.95", "thresh
 def score(model: str, device: str) -> dict:
     """The sampler rows on 96 prompts, the targets, and the default sampler's variety."""
     import labkit as lk
-    from labkit.bench import bench_samplers
-    from labkit.evaluate import sample_prompts, sample_quality
-    from labkit.metrics import gen_ppl
+    from labkit.bench.samplers import bench_samplers
+    from labkit.eval.evaluate import sample_prompts, sample_quality
+    from labkit.eval.metrics import gen_ppl
 
     lm, ar = lk.load(model, device=device), lk.load("tiny-ar", device=device)
     rows = bench_samplers(lm, ar, n_prompts=PROMPTS, names=NAMES, with_ar=False,
@@ -75,7 +75,7 @@ def worker(name: str, out: Path, device: str) -> None:
     t0 = time.perf_counter()
     result = {"name": name, "device": device}
     if name in VARIANTS:
-        from labkit.train import RECIPES, train
+        from labkit.training.loop import RECIPES, train
         cfg = dataclasses.replace(RECIPES[BASE], **VARIANTS[name])
         folder = train(cfg, out / "runs" / name, progress=False, device=device,
                        log=lambda m: print(f"[{name}] {m}", flush=True))

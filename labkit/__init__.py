@@ -3,14 +3,32 @@
     import labkit as lk
     lm = lk.load("tiny")
     out = lk.generate(lm, "ROMEO:\\n", lk.LowConfidence(), gen_length=64, block_length=32, steps=64)
+
+The core (decode, trace, profile, samplers/, controls/, models/) depends on nothing else in the
+package; bench/, eval/, training/, ui/ and cli/ are built on it (docs/architecture.md).
 """
-from . import cache, control, defaults, profile, viz, widgets
-from .control import Ban, Infill, Keywords, Pin, ReNoise
+import importlib
+
+from . import defaults
+from .controls import Ban, Infill, Keywords, Pin, ReNoise
 from .decode import Output, generate, stream
-from .model import DLM, load, toy
+from .models.load import DLM, load, toy
 from .samplers import Autoregressive, DecodeState, DraftEdit, EntropyBound, LowConfidence, StepRecord, Threshold
 from .threads import set_threads
 from .trace import Trace
+
+# lk.viz, lk.widgets, ... are imported on first use, so `import labkit` stays light (no ipywidgets)
+_LAZY = {"cache": "labkit.models.kv_cache", "control": "labkit.controls", "profile": "labkit.profile",
+         "viz": "labkit.ui.viz", "widgets": "labkit.ui.widgets"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        module = importlib.import_module(_LAZY[name])
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'labkit' has no attribute {name!r}")
+
 
 __all__ = ["Autoregressive", "Ban", "cache", "control", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound",
            "Infill", "Keywords", "LowConfidence", "Pin", "ReNoise", "Threshold", "Output", "StepRecord", "Trace",

@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 import torch
 from torch.profiler import record_function
 
-from . import control as ctl
+from . import controls as ctl
 from .samplers.autoregressive import Autoregressive
 from .samplers.base import DecodeState, StepRecord
 from .samplers.low_confidence import LowConfidence
@@ -155,7 +155,7 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     everything before it decided (checked every step; for editing rules when the block is done,
     as LLaDA2.1 does). A row's result never depends on what else is in the batch.
 
-    `controls`: labkit.control hooks (Pin, Infill, Keywords, Ban, ReNoise) in any combination;
+    `controls`: labkit.controls hooks (Pin, Infill, Keywords, Ban, ReNoise) in any combination;
     positions they fix are frozen, and records then carry `pinned` (fixed answer positions)."""
     sampler = resolve(sampler) or default_sampler(lm)
     controls = ctl.check(controls)
@@ -195,7 +195,7 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
         if done.all():
             break
         s, e = P + block * block_length, P + (block + 1) * block_length
-        if begin_block is not None:                     # a KV-cache wrapper (labkit.cache) refreshes here
+        if begin_block is not None:                     # a KV-cache wrapper (labkit.models.kv_cache) refreshes here
             begin_block(s, e)
         # LLaDA's rule spends exactly its step budget; threshold rules run until the block is
         # full (each step commits at least one token per unfinished row), as in Fast-dLLM;

@@ -45,7 +45,7 @@ class Trace:
 
     def _stack(self, name: str) -> torch.Tensor:
         if not self.records:
-            return getattr(self, "init").new_empty((0, *self.init.shape))
+            return self.init.new_empty((0, *self.init.shape))
         return torch.stack([getattr(r, name) for r in self.records])
 
     def tokens(self) -> torch.Tensor:        # (S, B, L)

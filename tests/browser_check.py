@@ -67,7 +67,7 @@ def start_lab(root: Path, port: int, log) -> subprocess.Popen:
             return proc
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {proc.returncode}; see {log.name}")
+                raise RuntimeError(f"jupyter lab exited with {proc.returncode}; see {log.name}") from None
             time.sleep(1)
     proc.terminate()
     raise RuntimeError(f"jupyter lab did not answer on port {port} within 120 s; see {log.name}")

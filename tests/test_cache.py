@@ -1,10 +1,10 @@
-"""labkit.cache: a window pass with reused keys and values is exact when nothing changed, the
+"""labkit.models.kv_cache: a window pass with reused keys and values is exact when nothing changed, the
 wrappers refresh at every block, and they work with any rule and control."""
 import pytest
 import torch
 
 import labkit as lk
-from labkit.cache import CausalCache, DualCache, PrefixCache
+from labkit.models.kv_cache import CausalCache, DualCache, PrefixCache
 
 KNOBS = dict(gen_length=32, block_length=8, steps=32)
 
@@ -45,7 +45,7 @@ def test_cache_works_with_rules_and_controls(tiny, rule):
 def test_cache_wrappers_refuse_what_they_cannot_cache(tiny, toy):
     with pytest.raises(ValueError, match="for masked diffusion models"):
         PrefixCache(lk.load("tiny-ar"))
-    fake = lk.model.DLM(net=torch.nn.Linear(2, 2), tokenizer=tiny.tokenizer, mask_id=tiny.mask_id, eos_id=1,
+    fake = lk.DLM(net=torch.nn.Linear(2, 2), tokenizer=tiny.tokenizer, mask_id=tiny.mask_id, eos_id=1,
                         pad_id=0, name="linear")
     with pytest.raises(ValueError, match="needs a labkit TinyDLM network"):
         DualCache(fake)

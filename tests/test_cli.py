@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit.cli import main
+from labkit.cli.main import main
 
 
 def test_generate_prints_text_nfe_and_time(capsys):
@@ -47,7 +47,7 @@ def test_python_dash_m_entry_point():
 
 def test_eval_json_has_the_keys(capsys, monkeypatch):
     """`labkit eval --json` prints one JSON object (quality figures checked on a small slice)."""
-    import labkit.evaluate as ev
+    import labkit.eval.evaluate as ev
     monkeypatch.setattr(ev, "heldout_windows", lambda lm, length=256: ev_windows(lm))
     monkeypatch.setattr(ev, "sample_prompts", lambda n=32: ["ROMEO:\n", "KING:\n"])
     assert main(["eval", "--model", "tiny", "--json"]) == 0
@@ -61,7 +61,8 @@ def test_eval_json_has_the_keys(capsys, monkeypatch):
 
 def ev_windows(lm):
     import torch
-    from labkit.data import load_plays
+
+    from labkit.training.corpus import load_plays
     ids = lm.encode(load_plays("heldout")["macbeth"][:6000])
     n = len(ids) // 128
     return torch.tensor(ids[:n * 128]).view(n, 128)
@@ -100,7 +101,7 @@ def test_bench_rejects_unknown_sampler_names(capsys):
 
 
 def test_bench_suite_has_every_sampler_the_issue_names():
-    from labkit.bench import sampler_suite
+    from labkit.bench.samplers import sampler_suite
     names = {"threshold_0.95", "threshold_0.93",        # the threshold curve near 2 tokens per forward
              "low_confidence_1tok", "low_confidence_2tok", "low_confidence_4tok", "random", "threshold_0.9",
              "threshold_0.7", "threshold_0.5", "factor_1.0", "entropy_bound", "draft_edit_speed",
@@ -114,7 +115,7 @@ def test_bench_suite_has_every_sampler_the_issue_names():
 def test_generate_with_keywords_pin_and_ban(capsys):
     assert main(["generate", "--gen-length", "32", "--block-length", "32", "--steps", "32", "--keywords",
                  "crown,night", "--pin", "20: the sword", "--ban", "lord", "ROMEO:"]) == 0
-    from labkit.control import contains_word
+    from labkit.controls import contains_word
     text = capsys.readouterr().out[len("ROMEO:\n"):]
     assert contains_word(text, "crown") and contains_word(text, "night") and " the sword" in text
     assert not contains_word(text, "lord")
@@ -151,7 +152,7 @@ def test_bench_length_table_with_chosen_lengths(tmp_path, capsys):
 
 def test_bench_samplers_can_skip_the_speed_runs():
     import labkit as lk
-    from labkit.bench import bench_samplers
+    from labkit.bench.samplers import bench_samplers
     rows = bench_samplers(lk.load("tiny"), lk.load("tiny-ar"), n_prompts=2, gen_length=32,
                           names=["low_confidence_2tok", "ar"], tps_prompts=0)
     assert rows["low_confidence_2tok"]["tps"] == 0.0 and rows["ar"]["tps"] == 0.0
@@ -194,8 +195,8 @@ def test_recipe_sweep_ranks_variants_by_targets_then_variety():
     (["generate", "--html", "/no/such/folder/v.html", "ROMEO:"], "does not exist"),
 ])
 def test_bad_input_is_refused_before_the_model_loads(args, word, capsys, monkeypatch):
-    import labkit.model
-    monkeypatch.setattr(labkit.model, "_load_tiny", lambda *a: pytest.fail("the model was loaded"))
+    import labkit.models.load
+    monkeypatch.setattr(labkit.models.load, "_load_tiny", lambda *a: pytest.fail("the model was loaded"))
     assert main(args) == 2
     err = capsys.readouterr().err
     assert word in err and "Traceback" not in err and err.count("\n") == 1

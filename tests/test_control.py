@@ -1,11 +1,11 @@
-"""labkit.control: pins hold under every rule, keywords land, templates and kept text survive
+"""labkit.controls: pins hold under every rule, keywords land, templates and kept text survive
 byte for byte, bans hold, and bad input gets a clear error."""
 import pytest
 import torch
 
 import labkit as lk
 from labkit import control as ctl
-from labkit.control import Ban, Infill, Keywords, Pin, ReNoise, contains_word
+from labkit.controls import Ban, Infill, Keywords, Pin, ReNoise, contains_word
 from labkit.samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
 
 PROMPT = "MACBETH:\nWhat news, my lord?\n"
@@ -157,11 +157,12 @@ def test_bad_control_arguments(make, message):
 
 @pytest.mark.parametrize("controls, message", [
     ([Keywords([" thunder monster island"])], "longer than the canvas"),
-    ([Pin(0, " the king is dead, and we"), Keywords(["crown", "night", "island"])], "need 4 tokens but only 0 answer positions are free"),
+    ([Pin(0, " the king is dead, and we"), Keywords(["crown", "night", "island"])],
+     "need 4 tokens but only 0 answer positions are free"),
     ([Pin(2, " the crown"), Pin(3, " sword")], "overlaps another pinned position"),
     ([Pin(6, " the crown")], "reaches past gen_length 7"),
     ([Infill("My lord, ___{9} is dead")], "needs 15 tokens but gen_length is 7"),
-    (["crown"], "controls must be labkit.control objects"),
+    (["crown"], "controls must be labkit.controls objects"),
 ])
 def test_bad_control_combinations(tiny, controls, message):
     with pytest.raises(ValueError, match=message):

@@ -1,12 +1,12 @@
-"""labkit.distill: teacher answers, packing, and the block-shaped distillation loss, by hand."""
+"""labkit.training.distill: teacher answers, packing, and the block-shaped distillation loss, by hand."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from labkit.distill import block_distill_loss, make_trajectories, pack, train_prompts
-from labkit.train import TrainConfig
+from labkit.training.distill import block_distill_loss, make_trajectories, pack, train_prompts
+from labkit.training.loop import TrainConfig
 
 MASK, V = 0, 7
 
@@ -91,7 +91,7 @@ def test_trajectories_refuse_a_cache_of_other_prompts(toy, tmp_path):
 
 
 def test_t2t_noise_copies_neighbours_inside_the_answer():
-    from labkit.distill import t2t_noise
+    from labkit.training.distill import t2t_noise
     B, L, lo = 64, 20, 4
     x0 = torch.arange(B * L).view(B, L)            # every token unique: a copy names its source
     where = torch.ones(B, L, dtype=torch.bool)
@@ -109,7 +109,7 @@ def test_t2t_noise_copies_neighbours_inside_the_answer():
 
 
 def test_t2t_noise_without_stutter_is_the_earlier_unigram_draw():
-    from labkit.distill import t2t_noise
+    from labkit.training.distill import t2t_noise
     x0 = torch.randint(1, 50, (8, 12), generator=torch.Generator().manual_seed(2))
     where = torch.rand(8, 12, generator=torch.Generator().manual_seed(3)) < 0.7
     g = torch.Generator().manual_seed(4)
@@ -146,7 +146,7 @@ def test_distill_mix_needs_distillation():
 
 
 def test_training_on_a_missing_gpu_is_refused(tmp_path):
-    from labkit.train import train
+    from labkit.training.loop import train
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     with pytest.raises(ValueError, match="device='cuda'"):
@@ -164,7 +164,7 @@ def test_trajectories_refuse_a_cache_decoded_otherwise(toy, tmp_path):
 
 
 def test_the_card_names_the_distillation_mix():
-    from labkit.card import _extras
+    from labkit.training.card import _extras
     cfg = dict(init_from="tiny", distill=512, distill_temperature=0.0, cap_weight=0.5)
     assert not any("training-play text instead" in line for line in _extras(cfg))
     text = " ".join(_extras({**cfg, "distill_mix": 0.25}))

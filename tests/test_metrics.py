@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import labkit as lk
-from labkit.metrics import distinct_n, gen_ppl, speed, stutter_rate
+from labkit.eval.metrics import distinct_n, gen_ppl, speed, stutter_rate
 
 
 def test_gen_ppl_is_exp_mean_nll_of_the_answer_tokens_only():

@@ -1,12 +1,11 @@
 """Loading: the embedded model, local folders, hub-style transformers models, and bad input."""
-import json
 
 import pytest
 import torch
 from transformers import AutoModelForMaskedLM
 
 import labkit as lk
-from labkit.tiny import register
+from labkit.models.tiny_net import register
 
 
 def save_toy(lm, path):
@@ -109,7 +108,7 @@ def test_autoregressive_twin_shares_the_tokenizer(tiny):
 
 
 def test_autoregressive_twin_predicts_held_out_text():
-    from labkit.evaluate import ar_bits_per_token, heldout_windows
+    from labkit.eval.evaluate import ar_bits_per_token, heldout_windows
     ar = lk.load("tiny-ar")
     bits = ar_bits_per_token(ar, heldout_windows(ar)[:4])
     assert 2.0 < bits < 8.0                                 # far below uniform log2(2048) = 11 bits

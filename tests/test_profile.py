@@ -71,21 +71,21 @@ def test_observe_rejects_unknown_names_and_kinds(toy):
 
 
 def test_bench_overhead_reports_the_ratios(toy, tmp_path, capsys):
-    from labkit.bench_profile import bench_overhead
+    from labkit.bench.speed import bench_overhead
     r = bench_overhead(toy, repeats=1, gen_length=16, block_length=8)
     assert r["nfe"] == 16 and r["repeats"] == 1
     assert r["labkit_overhead_ratio"] == pytest.approx(r["full_s"] / r["bare_forward_s"], rel=1e-2)
     assert r["trace_overhead_ratio"] == pytest.approx(r["full_s"] / r["no_trace_s"], rel=1e-2)
     with pytest.raises(ValueError, match="repeats must be a positive integer"):
         bench_overhead(toy, repeats=0)
-    from labkit.cli import main
+    from labkit.cli.main import main
     assert main(["bench", "overhead", "--repeats", "1", "--gen-length", "32", "--json", "--out", str(tmp_path)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {"labkit_overhead_ratio", "trace_overhead_ratio"} <= set(out) and (tmp_path / "overhead.json").is_file()
 
 
 def test_batch_sweep_reports_out_of_memory_instead_of_raising(toy, monkeypatch):
-    from labkit import bench_profile
+    from labkit.bench import speed as bench_profile
     real = bench_profile.generate
 
     def fake(lm, prompt, *a, **k):
@@ -103,7 +103,7 @@ def test_batch_sweep_reports_out_of_memory_instead_of_raising(toy, monkeypatch):
 
 
 def test_batch_sweep_raises_other_errors_and_checks_sizes(toy, monkeypatch):
-    from labkit import bench_profile
+    from labkit.bench import speed as bench_profile
     with pytest.raises(ValueError, match="sizes must be positive integers"):
         bench_profile.bench_batch(toy, sizes=(0,))
 
@@ -118,9 +118,9 @@ def test_batch_sweep_raises_other_errors_and_checks_sizes(toy, monkeypatch):
 def test_length_study_counts_forwards_and_runs_past_the_context_only_when_asked(toy):
     import dataclasses
 
-    from labkit.bench_profile import PROMPT, bench_length
+    from labkit.bench.speed import PROMPT, bench_length
     short = dataclasses.replace(toy, max_length=48)                     # a context the prompt + 16 fits
-    ar = dataclasses.replace(lk.model.toy(causal=True), max_length=48)
+    ar = dataclasses.replace(lk.toy(causal=True), max_length=48)
     assert len(toy.encode(PROMPT)) + 16 <= 48 < len(toy.encode(PROMPT)) + 32
     r = bench_length(short, ar, lengths=(16, 32, 64), fixed_steps=8, extend_context=False)
     assert [row["length"] for row in r["rows"]] == [16] and r["skipped"] == [32, 64]
@@ -134,7 +134,7 @@ def test_length_study_counts_forwards_and_runs_past_the_context_only_when_asked(
 
 
 def test_a_stretched_copy_matches_the_model_inside_its_context(tiny):
-    from labkit.bench_profile import with_context
+    from labkit.bench.speed import with_context
     long = with_context(tiny, 512)
     assert long.max_length == 512 and long is not tiny and with_context(tiny, 100) is tiny
     x = torch.randint(3, 2000, (1, 200))

@@ -4,7 +4,7 @@ import shlex
 from pathlib import Path
 
 import labkit as lk
-from labkit.cli import build_parser
+from labkit.cli.main import build_parser
 from labkit.samplers import registry
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()

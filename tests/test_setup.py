@@ -29,7 +29,7 @@ def test_environment_yml_matches_pyproject():
 
 
 def test_heldout_plays_are_never_trained_on():
-    from labkit.data import HELDOUT, load_plays
+    from labkit.training.corpus import HELDOUT, load_plays
     train, held = load_plays("train"), load_plays("heldout")
     assert set(held) == set(HELDOUT) and len(held) >= 2
     assert not set(train) & set(held)
@@ -37,7 +37,7 @@ def test_heldout_plays_are_never_trained_on():
 
 
 def test_cleaning_strips_markup_and_directions():
-    from labkit.data import clean_play
+    from labkit.training.corpus import clean_play
     md = ("# Play\n\n## ACT I\n\n_Enter ROMEO_\n\n**ROMEO**  \nBut, soft! _Aside_ what light  \n"
           "through yonder window breaks?\n\n_Exit\nall_\n\n**Juliet**  \nAy me!\n")
     assert clean_play(md) == "ROMEO:\nBut, soft! what light\nthrough yonder window breaks?\n\nJULIET:\nAy me!\n"

@@ -59,7 +59,7 @@ def test_importing_labkit_leaves_torch_threads_alone():
 
 
 def test_the_panel_benchmark_runs_each_setting_in_its_own_process():
-    from labkit.bench_profile import _panel_child, busy_neighbour
+    from labkit.bench.panel import _panel_child, busy_neighbour
     r = _panel_child("tiny", 1, {"LABKIT_THREADS": "1"}, None, timeout=300)
     assert r["threads"] == 1 and r["steps"] == 64 and r["generate_median_s"] > 0
     with busy_neighbour() as n:

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import labkit.data
-from labkit.train import Corpus, TrainConfig, masked_diffusion_loss, train
+import labkit.training.corpus
+from labkit.training.loop import Corpus, TrainConfig, masked_diffusion_loss, train
 
 
 def test_loss_is_ce_over_t_on_masked_positions():
@@ -36,9 +36,9 @@ def test_prompt_positions_are_never_masked():
 
 @pytest.fixture
 def small_corpus(monkeypatch):
-    plays = labkit.data.load_plays("train")
+    plays = labkit.training.corpus.load_plays("train")
     small = {k: v[:20000] for k, v in list(plays.items())[:3]}
-    monkeypatch.setattr(labkit.data, "load_plays", lambda split="train": small)
+    monkeypatch.setattr(labkit.training.corpus, "load_plays", lambda split="train": small)
 
 
 @pytest.mark.parametrize("objective", ["diffusion", "ar"])
@@ -124,10 +124,10 @@ def test_edit_training_corrupts_only_filled_answer_tokens_and_learns_them():
 
 
 def test_init_from_copies_weights_and_shift_moves_logits_one_right(tmp_path):
-    from labkit.model import models_dir
-    from labkit.tokenizer import load_tokenizer
-    from labkit.train import build_model
-    tok = load_tokenizer(models_dir() / "tiny")
+    from labkit.models.load import weights_dir
+    from labkit.models.tokenizer import load_tokenizer
+    from labkit.training.loop import build_model
+    tok = load_tokenizer(weights_dir() / "tiny")
     small = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seq_len=32)
     src = build_model(TrainConfig(objective="ar", seed=3, **small), tok)
     src.save_pretrained(tmp_path / "src")
@@ -146,10 +146,10 @@ def test_init_from_copies_weights_and_shift_moves_logits_one_right(tmp_path):
 
 
 def test_distill_trains_on_the_teachers_own_answers(tmp_path, small_corpus):
-    from labkit.model import models_dir
-    from labkit.tokenizer import load_tokenizer
-    from labkit.train import build_model
-    tok = load_tokenizer(models_dir() / "tiny")
+    from labkit.models.load import weights_dir
+    from labkit.models.tokenizer import load_tokenizer
+    from labkit.training.loop import build_model
+    tok = load_tokenizer(weights_dir() / "tiny")
     small = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seq_len=64)
     teacher = build_model(TrainConfig(seed=3, **small), tok)
     teacher.save_pretrained(tmp_path / "teacher")

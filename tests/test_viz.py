@@ -1,4 +1,4 @@
-"""labkit.viz: figures and HTML from traces, checked against a real toy trace and a hand-built one."""
+"""labkit.ui.viz: figures and HTML from traces, checked against a real toy trace and a hand-built one."""
 import math
 
 import numpy as np

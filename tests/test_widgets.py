@@ -1,4 +1,4 @@
-"""labkit.widgets, headless: set slider values and click buttons, then read the panel's state."""
+"""labkit.ui.widgets, headless: set slider values and click buttons, then read the panel's state."""
 import base64
 
 import numpy as np
@@ -96,7 +96,7 @@ def test_bad_knobs_show_a_message_and_keep_the_last_run(lab):
 
 
 def test_keyword_box_steers_the_run_and_shows_pins(lab):
-    from labkit.control import contains_word
+    from labkit.controls import contains_word
     lab.keywords.value = "crown, night"
     press(lab)
     assert lab.error == "" and all(contains_word(lab.out.text, w) for w in ("crown", "night"))
@@ -144,7 +144,8 @@ def test_lab_rejects_unknown_views(toy):
 
 
 def test_regenerate_latency_splits_decode_and_render(toy):
-    r = widgets.regenerate_latency(toy, repeats=2, **SMALL)
+    from labkit.bench.panel import regenerate_latency
+    r = regenerate_latency(toy, repeats=2, **SMALL)
     assert r["steps"] == 16 and r["gen_length"] == 16 and r["first_press_s"] > 0
     assert 0 < r["decode_median_s"] <= r["generate_median_s"] <= r["generate_max_s"]
     assert r["render_median_s"] >= 0 and r["scrub_median_s"] > 0 and r["figure_bytes"] > 0

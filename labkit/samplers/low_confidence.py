@@ -15,8 +15,18 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import (SCORES, DecodeState, StepRecord, ceil_div, check_sampling, commit_record, sample_tokens, spread,
-                   score_block, topk_mask)
+from .base import (
+    SCORES,
+    DecodeState,
+    StepRecord,
+    ceil_div,
+    check_sampling,
+    commit_record,
+    sample_tokens,
+    score_block,
+    spread,
+    topk_mask,
+)
 
 REMASKING = ("low_confidence", "random")
 

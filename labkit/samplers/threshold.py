@@ -22,8 +22,7 @@ from typing import ClassVar
 
 import torch
 
-from .base import (SCORES, DecodeState, StepRecord, check_sampling, commit_record, sample_tokens, score_block,
-                   spread)
+from .base import SCORES, DecodeState, StepRecord, check_sampling, commit_record, sample_tokens, score_block, spread
 
 
 def _propose(rule, logits, state, generator):

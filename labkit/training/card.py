@@ -2,20 +2,19 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import math
+from pathlib import Path
 
 from safetensors import safe_open
 
-from .model import EMBEDDED, models_dir
+from ..models.load import EMBEDDED, weights_dir
 
 
 def _extras(cfg: dict) -> list[str]:
     """Card lines for the recipe options beyond plain training from scratch."""
     lines = []
     if cfg.get("init_from"):
-        from .train import init_folder
+        from .loop import init_folder
         source = json.loads((init_folder(cfg["init_from"]) / "config.json").read_text())
         if source.get("is_causal"):
             lines.append(f"- Initialised from the causal `{cfg['init_from']}` and adapted Dream-style: attention "
@@ -25,7 +24,7 @@ def _extras(cfg: dict) -> list[str]:
             lines.append(f"- Fine-tuned from `{cfg['init_from']}` (same architecture"
                          + (", shifted logits)." if cfg.get("shift_logits") else ")."))
     if cfg.get("distill"):
-        lines.append(f"- Self-distillation for parallel decoding (`labkit.distill`, after dParallel): the "
+        lines.append(f"- Self-distillation for parallel decoding (`labkit.training.distill`, after dParallel): the "
                      f"teacher `{cfg['init_from']}` answered {cfg['distill']} training-play prompts "
                      + (f"sampled at temperature {cfg['distill_temperature']} (top-p {cfg.get('distill_top_p', 1.0)}), "
                         if cfg.get("distill_temperature") else "greedily, ") +
@@ -49,7 +48,7 @@ def _extras(cfg: dict) -> list[str]:
 
 
 def write_card(model: str, result: dict) -> Path:
-    folder = models_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
+    folder = weights_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
     training = json.loads((folder / "training.json").read_text())
     cfg = training["config"]
     cfgm = json.loads((folder / "config.json").read_text())

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 
-from .decode import generate
-from .evaluate import sample_prompts
-from .metrics import distinct_n, gen_ppl
-from .samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
+from ..decode import generate
+from ..eval.evaluate import sample_prompts
+from ..eval.metrics import distinct_n, gen_ppl
+from ..samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
 
 GEN_LENGTH, BLOCK_LENGTH = 128, 32
 

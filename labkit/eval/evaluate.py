@@ -12,9 +12,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from . import defaults
-from .data import load_plays
-from .decode import generate
+from .. import defaults
+from ..decode import generate
+from ..training.corpus import load_plays
 from .metrics import distinct_n, word_validity
 
 

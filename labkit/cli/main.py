@@ -15,10 +15,10 @@ import time
 
 
 def _generate(a) -> int:
-    from . import defaults
-    from .decode import check_knobs, check_seed, generate
-    from .model import embedded_kind
-    from .samplers import registry
+    from .. import defaults
+    from ..decode import check_knobs, check_seed, generate
+    from ..models.load import embedded_kind
+    from ..samplers import registry
 
     # everything that needs no model is checked first, so bad input fails before the model loads
     html_path = _output_file(a.html, "--html", ".html")
@@ -53,7 +53,7 @@ def _generate(a) -> int:
     if note:
         _note(note)
     if html_path:
-        from .viz import to_html
+        from ..ui.viz import to_html
         path = to_html(out.trace, lm, html_path, title=f"{lm.name}: {prompt.strip()}", stats=out.stats)
         print(f"step-through view written to {path}", file=sys.stderr)
     if trace_path:
@@ -81,7 +81,7 @@ def _output_file(value: str | None, flag: str, suffix: str):
 
 
 def _controls(a) -> list:
-    from .control import Ban, Keywords, Pin
+    from ..controls import Ban, Keywords, Pin
 
     controls = []
     if a.keywords:
@@ -101,8 +101,8 @@ def _sampler(a, default: str = "low_confidence"):
     not given. A flag the rule does not read, or that contradicts another, is refused; one that
     only does nothing here (--steps under a rule that runs until each block is done, --top-p at
     temperature 0) gets a note, printed once everything is checked."""
-    from . import defaults
-    from .samplers import registry
+    from .. import defaults
+    from ..samplers import registry
 
     name, notes = a.sampler or default, []
     if a.remasking is not None:
@@ -149,8 +149,8 @@ def _bench(a) -> int:
 
 
 def _bench_cache(a) -> int:
-    from .bench_profile import bench_cache
-    from .model import load
+    from ..bench.speed import bench_cache
+    from ..models.load import load
 
     r = bench_cache(_load(a), load(a.ar_model, device=a.device), repeats=a.repeats, gen_length=a.gen_length or 128)
     out = _save(a, "cache.json", r)
@@ -170,8 +170,8 @@ def _bench_cache(a) -> int:
 
 def _bench_sweeps(a) -> int:
     """batch: the batch sweep; length: the AR-vs-diffusion length study. JSON + a plot each."""
-    from .bench_profile import LENGTH_RUNS, bench_batch, bench_length, sweep_figure
-    from .model import load
+    from ..bench.speed import LENGTH_RUNS, bench_batch, bench_length, sweep_figure
+    from ..models.load import load
 
     lm = _load(a)
     log = (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
@@ -210,7 +210,7 @@ def _bench_sweeps(a) -> int:
 
 
 def _bench_overhead(a) -> int:
-    from .bench_profile import bench_overhead
+    from ..bench.speed import bench_overhead
 
     r = bench_overhead(_load(a), repeats=a.repeats, gen_length=a.gen_length or 128)
     out = _save(a, "overhead.json", r)
@@ -231,8 +231,8 @@ def _bench_overhead(a) -> int:
 def _bench_controls(a) -> int:
     from pathlib import Path
 
-    from .bench_controls import bench_edit, bench_keywords, keyword_triples, parse_keywords
-    from .model import load
+    from ..bench.controls import bench_edit, bench_keywords, keyword_triples, parse_keywords
+    from ..models.load import load
 
     lm, ar = _load(a), load(a.ar_model, device=a.device)
     a.gen_length = a.gen_length or 64
@@ -277,7 +277,7 @@ def _bench_controls(a) -> int:
 def _bench_panel(a) -> int:
     """Generate → every view re-rendered, on the lab panel: 64 tokens, 64 steps, greedy; each
     thread setting quiet and next to a busy neighbour process; live drawing on and off; S mode."""
-    from .bench_profile import bench_panel
+    from ..bench.panel import bench_panel
 
     log = (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
     r = bench_panel(a.model, repeats=a.repeats, rounds=a.rounds, log=log)
@@ -305,8 +305,8 @@ def _bench_panel(a) -> int:
 
 
 def _bench_samplers(a) -> int:
-    from .bench import bench_samplers, frontier_figure, table
-    from .model import load
+    from ..bench.samplers import bench_samplers, frontier_figure, table
+    from ..models.load import load
 
     lm, ar = _load(a), load(a.ar_model, device=a.device)
     log = (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
@@ -332,14 +332,14 @@ def _bench_samplers(a) -> int:
 
 
 def _eval(a) -> int:
-    from .evaluate import evaluate
+    from ..eval.evaluate import evaluate
 
     lm = _load(a)
     t0 = time.perf_counter()
     result = evaluate(lm, seed=a.seed)
     result["eval_seconds"] = round(time.perf_counter() - t0, 1)
     if a.card:
-        from .card import write_card
+        from ..training.card import write_card
         print(f"model card written to {write_card(a.model, result)}", file=sys.stderr)
     if a.json:
         print(json.dumps(result))
@@ -352,7 +352,7 @@ def _eval(a) -> int:
 def _train(a) -> int:
     import dataclasses
 
-    from .train import RECIPES, train
+    from ..training.loop import RECIPES, train
 
     if a.recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {a.recipe!r}")
@@ -366,7 +366,7 @@ def _train(a) -> int:
 def _load(a):
     import torch
 
-    from .model import load
+    from ..models.load import load
     dtype = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[a.dtype]
     return load(a.model, device=a.device, dtype=dtype, trust_remote_code=a.trust_remote_code)
 
@@ -388,8 +388,8 @@ def _model_args(p: argparse.ArgumentParser, default: str | None = "tiny", help_d
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import defaults
-    from .samplers import registry
+    from .. import defaults
+    from ..samplers import registry
 
     p = argparse.ArgumentParser(prog="labkit", description="See, teach and measure diffusion LMs.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -419,8 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--penalty-lambda", type=float, default=0.0, help="anti-stutter penalty (SGLang)")
     g.add_argument("--cfg-scale", type=float, default=0.0)
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--keywords", metavar="A,B", help="words that must appear (labkit.control.Keywords)")
-    g.add_argument("--ban", metavar="A,B", help="words that must not appear (labkit.control.Ban)")
+    g.add_argument("--keywords", metavar="A,B", help="words that must appear (labkit.controls.Keywords)")
+    g.add_argument("--ban", metavar="A,B", help="words that must not appear (labkit.controls.Ban)")
     g.add_argument("--pin", action="append", metavar="OFFSET:TEXT", help="fixed text at a token offset "
                    "of the answer (repeatable)")
     g.add_argument("--html", help="write the step-through view to this HTML file")
@@ -453,7 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
                    "(e.g. tiny-cap)")
     b.add_argument("--ar-model", default="tiny-ar", help="causal model for gen-PPL and the AR row")
-    b.add_argument("--prompts", type=int, default=96, help="samplers: held-out prompts (default 96; with 32, gaps of 3%% in gen-PPL are within noise)")
+    b.add_argument("--prompts", type=int, default=96,
+                   help="samplers: held-out prompts (default 96; with 32, gaps of 3%% in gen-PPL are within noise)")
     b.add_argument("--gen-length", type=int, default=None,
                    help="answer length (samplers: default 128, block 32; controls: default 64)")
     b.add_argument("--only", nargs="*", help="run only these sampler names")

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import torch
 
-from . import threads
+from .. import threads
 
-EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap"}  # name → folder under labkit/models/
+EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap"}  # name → folder under labkit/weights/
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
 
 
-def models_dir() -> Path:
-    return Path(__file__).parent / "models"
+def weights_dir() -> Path:
+    return Path(__file__).parent.parent / "weights"
 
 
 @dataclass
@@ -76,7 +76,7 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
     threads.apply()                              # labkit's CPU thread policy (labkit.threads)
     name = str(name_or_path)
     if name in EMBEDDED:
-        path = models_dir() / EMBEDDED[name]
+        path = weights_dir() / EMBEDDED[name]
         if not path.is_dir():
             raise FileNotFoundError(f"the embedded model {name!r} is missing from {path}; "
                                     f"reinstall labkit or run `labkit train`")
@@ -124,7 +124,7 @@ def embedded_kind(name: str) -> str | None:
     None for anything else."""
     if name not in EMBEDDED:
         return None
-    cfg = models_dir() / EMBEDDED[name] / "config.json"
+    cfg = weights_dir() / EMBEDDED[name] / "config.json"
     if not cfg.is_file():
         return None
     return "causal" if json.loads(cfg.read_text()).get("is_causal") else "masked"
@@ -153,7 +153,7 @@ def _quiet_loading():
 def _load_tiny(path: Path, name: str) -> DLM:
     from safetensors import SafetensorError
 
-    from .tiny import TinyDLM, register
+    from .tiny_net import TinyDLM, register
     from .tokenizer import load_tokenizer
 
     register()
@@ -216,10 +216,10 @@ def _load_transformers(name: str, trust_remote_code: bool, dtype=None) -> DLM:
 def toy(seed: int = 0, causal: bool = False) -> DLM:
     """A randomly initialised 2-layer model with the embedded tokenizer: for tests that need a
     working denoiser but no trained weights."""
-    from .tiny import TinyDLM, TinyDLMConfig
+    from .tiny_net import TinyDLM, TinyDLMConfig
     from .tokenizer import load_tokenizer
 
-    tok = load_tokenizer(models_dir() / "tiny")
+    tok = load_tokenizer(weights_dir() / "tiny")
     cfg = TinyDLMConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, is_causal=causal, mask_token_id=tok.mask_token_id)
     with torch.random.fork_rng():                 # seed the init without touching the caller's RNG

@@ -54,7 +54,7 @@ def t2t_noise(x0: torch.Tensor, where: torch.Tensor, prob: float, stutter: float
 
 def train_prompts(n: int, seed: int = 0) -> list[str]:
     """n prompts in the benchmark's form (speaker + the speech's first line) from training plays."""
-    from .data import load_plays
+    from .corpus import load_plays
     speeches = [s for text in load_plays("train").values() for s in text.split("\n\n")
                 if s.count("\n") >= 2]
     g = torch.Generator().manual_seed(seed)
@@ -69,8 +69,8 @@ def make_trajectories(lm, prompts: list[str], path: str | Path, *, gen_length: i
     """1-token-per-step answers of `lm` to `prompts` (greedy, or sampled at `temperature` within the
     `top_p` nucleus, seeded per batch), cached in `path` batch by batch (a stopped run resumes).
     Returns {"prompt": [...], "answer": LongTensor (N, gen_length)}."""
-    from .decode import generate
-    from .samplers import LowConfidence
+    from ..decode import generate
+    from ..samplers import LowConfidence
 
     path = Path(path)
     settings = dict(gen_length=gen_length, block_length=block_length, temperature=temperature,

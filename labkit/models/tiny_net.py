@@ -13,8 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, PretrainedConfig,
-                          PreTrainedModel)
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import MaskedLMOutput
 
 
@@ -162,7 +161,7 @@ class TinyDLM(PreTrainedModel):
         """Unshifted logits of positions start .. start+W-1 and every layer's (K, V).
         input_ids (B, W); without `past` the window is the whole sequence (start 0). With `past`
         (the list this method returned for the full sequence), only the window is recomputed and
-        the other positions' keys and values are reused: labkit.cache builds on this. A causal
+        the other positions' keys and values are reused: labkit.models.kv_cache builds on this. A causal
         model's cache may also end where the window starts (the window's K/V are appended)."""
         W = input_ids.shape[1]
         L = W if past is None else max(past[0][0].shape[2], start + W)   # keys the window sees

@@ -264,8 +264,8 @@ def _png_figure():
 def heatmap_matplotlib(trace, lm=None, kind: str = "state", row: int = 0, ax=None):
     """Static matplotlib version of `heatmap`; draws on `ax` when given (its figure is returned),
     else on a new pyplot-free figure that a notebook shows as a PNG."""
-    from matplotlib.colors import BoundaryNorm, ListedColormap
     import matplotlib as mpl
+    from matplotlib.colors import BoundaryNorm, ListedColormap
     _check_kind(kind)
     _check(trace, row)
     z = _matrix(trace, kind, row)                                 # (S, N) or (1, N)

@@ -496,7 +496,7 @@ def check(controls) -> tuple[Control, ...]:
     controls = tuple(controls or ())
     for c in controls:
         if not isinstance(c, Control):
-            raise ValueError(f"controls must be labkit.control objects (Pin, Infill, Keywords, Ban, "
+            raise ValueError(f"controls must be labkit.controls objects (Pin, Infill, Keywords, Ban, "
                              f"ReNoise), got {c!r}")
     return controls
 

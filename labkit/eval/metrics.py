@@ -77,7 +77,7 @@ def speed(out) -> dict:
 @lru_cache(maxsize=1)
 def training_vocabulary() -> frozenset[str]:
     """Every word form that occurs in the training plays (lower-cased)."""
-    from .data import load_plays
+    from ..training.corpus import load_plays
     return frozenset(w for text in load_plays("train").values() for w in words(text))
 
 

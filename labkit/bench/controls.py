@@ -18,12 +18,12 @@ from __future__ import annotations
 import random
 import time
 
-from . import defaults
-from .control import Infill, Keywords, ReNoise, contains_word
-from .data import load_plays
-from .decode import generate
-from .evaluate import sample_prompts
-from .metrics import gen_ppl
+from .. import defaults
+from ..controls import Infill, Keywords, ReNoise, contains_word
+from ..decode import generate
+from ..eval.evaluate import sample_prompts
+from ..eval.metrics import gen_ppl
+from ..training.corpus import load_plays
 
 # Nouns among the most frequent words of the held-out plays (The Tempest, Macbeth), counted
 # with metrics.words; the last eight take two or three tokens of the embedded tokenizer.
@@ -109,7 +109,7 @@ def bench_edit(lm, ar, *, n: int = 24, ratio: float = 0.3, seed: int = 0, sample
     """Infill and ReNoise on held-out lines: kept text byte-identical (share), gen-PPL."""
     sampler = sampler or defaults.sampler()
     pairs = heldout_lines(n)
-    prompts, lines = [p for p, _ in pairs], [l for _, l in pairs]
+    prompts, lines = [p for p, _ in pairs], [line for _, line in pairs]
     out = {}
     infill_texts, infill_kept = [], []
     renoise_texts, renoise_kept = [], []
@@ -131,6 +131,6 @@ def bench_edit(lm, ar, *, n: int = 24, ratio: float = 0.3, seed: int = 0, sample
     for name, texts, kept in (("infill", infill_texts, infill_kept), ("renoise", renoise_texts, renoise_kept)):
         out[name] = {"samples": len(texts), "kept_identical": round(sum(kept) / len(kept), 4),
                      "gen_ppl": round(gen_ppl(ar, prompts, texts), 3), "gen_ppl_original": round(original, 3),
-                     "examples": [{"original": l, "result": t} for l, t in list(zip(lines, texts))[:3]]}
+                     "examples": [{"original": line, "result": t} for line, t in list(zip(lines, texts))[:3]]}
     out["renoise"]["ratio"] = ratio
     return out

@@ -18,15 +18,15 @@ import json
 import threading
 import time
 
-import numpy as np
 import torch
 
-from . import defaults, viz
-from .control import Keywords
-from .decode import generate
-from .model import EMBEDDED, load
-from .samplers import registry
-from .trace import Trace
+from .. import defaults
+from ..controls import Keywords
+from ..decode import generate
+from ..models.load import EMBEDDED, load
+from ..samplers import registry
+from ..trace import Trace
+from . import viz
 
 # the rules the sampler menu offers (S and Q mode are buttons: draft_edit with their thresholds)
 SAMPLERS = tuple(n for n in registry.NAMES if n not in registry.PRESETS)
@@ -602,33 +602,3 @@ class Compare:
     def _ipython_display_(self):
         from IPython.display import display
         display(self.widget)
-
-
-def regenerate_latency(lm, repeats: int = 5, live_every: float | None = LIVE_EVERY, **settings) -> dict:
-    """The panel's responsiveness, on a headless Lab: seconds from pressing Generate to every view
-    re-rendered (median and max of `repeats` presses, each with a new seed), split into decoding
-    and rendering, the seconds one move of the step scrubber takes, and the live redraws made.
-    `first_press_s` is the first run of a new panel in this process (first-call costs included)."""
-    lab = Lab(lm, run=False, live_every=live_every, **settings)
-    lab.run()                                           # warm-up (first-call costs)
-    first = lab.render_seconds
-    total, decode, redraws = [], [], []
-    for i in range(repeats):
-        lab.seed.value = i + 1
-        lab.start()
-        lab.wait()
-        total.append(lab.render_seconds)
-        decode.append(lab.out.stats["seconds"])
-        redraws.append(lab.redraws)
-    scrub = []
-    for s in range(0, len(lab.out.trace), max(1, len(lab.out.trace) // 16)):
-        t0 = time.perf_counter()
-        lab.scrubber.slider.value = s
-        scrub.append(time.perf_counter() - t0)
-    return {"generate_median_s": round(float(np.median(total)), 3), "generate_max_s": round(max(total), 3),
-            "decode_median_s": round(float(np.median(decode)), 3),
-            "render_median_s": round(float(np.median(np.subtract(total, decode))), 3),
-            "first_press_s": round(first, 3), "live_redraws_median": float(np.median(redraws)),
-            "scrub_median_s": round(float(np.median(scrub)), 4), "steps": len(lab.out.trace),
-            "gen_length": lab.gen_length.value, "sampler": lab.out.trace.meta["sampler"],
-            "model": lm.name, "figure_bytes": sum(len(json.dumps(f)) for f in lab.figures.values())}

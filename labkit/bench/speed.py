@@ -10,14 +10,13 @@ the model, is a ratio <= 1.053); trace_overhead_ratio = full / no trace (target 
 """
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 
 import torch
 
-from .decode import generate, stream
-from .samplers import LowConfidence
+from ..decode import generate, stream
+from ..samplers import LowConfidence
 
 PROMPT = "KING HENRY:\nNow, lords, for France! the enterprise whereof\n"
 
@@ -74,8 +73,8 @@ def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batc
     step, gen_length steps), for each b in `sizes`, then (with `beyond`, default on a GPU) doubling
     until memory runs out or `max_batch`. Running out of memory ends the sweep with a message in
     `stopped`; it is never raised. Per size: ms per step, tokens/s, peak memory."""
-    from .evaluate import sample_prompts
-    from .profile import peak_memory
+    from ..eval.evaluate import sample_prompts
+    from ..profile import peak_memory
 
     sizes = list(sizes)
     if not sizes or any(not isinstance(b, int) or b < 1 for b in sizes):
@@ -124,7 +123,7 @@ def with_context(lm, n: int):
     import copy
     import dataclasses
 
-    from .tiny import TinyDLM
+    from ..models.tiny_net import TinyDLM
 
     if lm.max_length is None or n <= lm.max_length:
         return lm
@@ -141,15 +140,15 @@ def bench_length(lm, ar, *, lengths=(32, 64, 128, 256, 512), fixed_steps: int = 
     """The AR-vs-diffusion study: for each answer length L (4 blocks of L / 4), forward passes,
     wall time and tokens/s of
     - ar: the AR twin, one token per forward over the whole decided prefix (the loop's default);
-    - ar_cached: the same through its exact KV cache (labkit.cache.CausalCache), a one-token
+    - ar_cached: the same through its exact KV cache (labkit.models.kv_cache.CausalCache), a one-token
       forward per step, as any AR server decodes;
     - diffusion_fixed: `fixed_steps` steps whatever L; diffusion_threshold: τ `threshold`;
     - diffusion_threshold_cached: the threshold rule through the dual cache (Fast-dLLM's setup).
     Greedy; per run one warm-up, then the median of `repeats` timed runs. Lengths past a model's
     context run on `with_context` copies (rows marked `beyond_context`: speed figures only) when
     `extend_context`, else are `skipped`."""
-    from .cache import CausalCache, DualCache
-    from .samplers import Autoregressive, Threshold
+    from ..models.kv_cache import CausalCache, DualCache
+    from ..samplers import Autoregressive, Threshold
 
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
@@ -163,10 +162,11 @@ def bench_length(lm, ar, *, lengths=(32, 64, 128, 256, 512), fixed_steps: int = 
             continue
         dlm, alm = (with_context(lm, n_prompt + L), with_context(ar, n_prompt + L)) if beyond else (lm, ar)
         block = L // 4
-        runs = {"ar": (lambda: alm, Autoregressive(), L), "ar_cached": (lambda: CausalCache(alm), Autoregressive(), L),
-                "diffusion_fixed": (lambda: dlm, LowConfidence(), fixed_steps),
-                "diffusion_threshold": (lambda: dlm, Threshold(threshold=threshold), L),
-                "diffusion_threshold_cached": (lambda: DualCache(dlm), Threshold(threshold=threshold), L)}
+        runs = {"ar": (lambda alm=alm: alm, Autoregressive(), L),
+                "ar_cached": (lambda alm=alm: CausalCache(alm), Autoregressive(), L),
+                "diffusion_fixed": (lambda dlm=dlm: dlm, LowConfidence(), fixed_steps),
+                "diffusion_threshold": (lambda dlm=dlm: dlm, Threshold(threshold=threshold), L),
+                "diffusion_threshold_cached": (lambda dlm=dlm: DualCache(dlm), Threshold(threshold=threshold), L)}
         row = {"length": L, "beyond_context": beyond}
         for name, (model, rule, steps) in runs.items():
             outs = [generate(model(), prompt, rule, gen_length=L, block_length=block, steps=steps)
@@ -226,7 +226,7 @@ def long_prompts(lm, n: int = 8, max_tokens: int = 120) -> list[str]:
     """n prompts of consecutive held-out speeches, as many as fit in `max_tokens` (at least 48
     tokens each), starting at n places spread evenly over the held-out plays: long prefixes,
     where caching them pays."""
-    from .data import load_plays
+    from ..training.corpus import load_plays
 
     speeches = [s + "\n\n" for text in load_plays("heldout").values() for s in text.split("\n\n") if s.strip()]
     sizes = [len(lm.encode(s)) for s in speeches]
@@ -250,9 +250,9 @@ def bench_cache(lm, ar, *, n_prompts: int = 8, repeats: int = 3, gen_length: int
     """PrefixCache and DualCache against no cache, greedy, on long held-out prompts (one batch):
     speedup (median wall time of `repeats` interleaved runs), share of answers identical to the
     uncached ones, and gen-PPL of each."""
-    from .cache import DualCache, PrefixCache
-    from .metrics import gen_ppl
-    from .samplers import Threshold
+    from ..eval.metrics import gen_ppl
+    from ..models.kv_cache import DualCache, PrefixCache
+    from ..samplers import Threshold
 
     budget = min(120, (lm.max_length or 10**9) - gen_length)
     prompts = long_prompts(lm, n_prompts, max_tokens=budget)
@@ -280,103 +280,3 @@ def bench_cache(lm, ar, *, n_prompts: int = 8, repeats: int = 3, gen_length: int
                                       "gen_ppl": round(gen_ppl(ar, prompts, texts[k]), 3)} for k in models}
     return result
 __all__ = ["bench_batch", "bench_cache", "bench_length", "bench_overhead", "long_prompts", "sweep_figure"]
-
-
-# --- `labkit bench panel`: Generate → every view re-rendered, quiet and next to a busy neighbour ---
-NEIGHBOUR = ("import torch\nx = torch.randn(768, 768)\n"
-             "while True:\n    x = torch.tanh(x @ x)\n")     # a CPU-bound torch job, torch's default threads
-THREAD_CANDIDATES = {                                          # name → environment of the panel's process
-    "labkit default": {},
-    "torch default threads": {"LABKIT_THREADS": "torch"},
-    "torch default + OMP passive": {"LABKIT_THREADS": "torch", "OMP_WAIT_POLICY": "PASSIVE"},
-}
-_CHILD = """
-import json, sys, torch, labkit as lk
-from labkit.widgets import regenerate_latency
-lm = lk.load({model!r})
-r = regenerate_latency(lm, repeats={repeats}, live_every={live!r}, gen_length=64, steps=64)
-r["threads"] = torch.get_num_threads()
-print("RESULT " + json.dumps(r))
-"""
-
-
-def _panel_child(model: str, repeats: int, env: dict, live: float | None, timeout: float) -> dict:
-    """regenerate_latency in a fresh process (thread pools and OpenMP settings start anew)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    code = _CHILD.format(model=model, repeats=repeats, live=live)
-    full_env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_THREADS", "OMP_WAIT_POLICY")}
-    r = subprocess.run([sys.executable, "-c", code], env={**full_env, **env}, capture_output=True,
-                       text=True, timeout=timeout)
-    line = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
-    if r.returncode or not line:
-        raise RuntimeError(f"panel benchmark child failed ({r.returncode}): {r.stderr.strip()[-400:]}")
-    return json.loads(line[0][len("RESULT "):])
-
-
-class busy_neighbour:
-    """A CPU-bound process beside the benchmark for the duration of a `with` block."""
-
-    def __enter__(self):
-        import subprocess
-        import sys
-        self.proc = subprocess.Popen([sys.executable, "-c", NEIGHBOUR])
-        time.sleep(3)                                          # let it import torch and start spinning
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.kill()
-        self.proc.wait()
-
-
-def bench_panel(model: str = "tiny", *, repeats: int = 5, rounds: int = 2, log=None) -> dict:
-    """The panel's Generate → every view re-rendered (64 tokens, 64 steps, greedy, on `model`),
-    `repeats` presses per run, each thread setting in a fresh process, quiet and next to a busy
-    neighbour, all settings taken in turn for `rounds` rounds (so drift in the machine hits them
-    alike); plus S mode on the parallel model and the cost of drawing the run live (on and off
-    interleaved, three times each). `summary`: per setting, the median over rounds of the median
-    press, the slowest press and the slowest first press."""
-    from . import defaults, threads
-    from .model import load
-    from .widgets import LIVE_EVERY, preset_knobs, regenerate_latency
-
-    for name, v in (("repeats", repeats), ("rounds", rounds)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    rows = []
-    for round_ in range(rounds):
-        for neighbour in (False, True):
-            for name, env in THREAD_CANDIDATES.items():
-                if log:
-                    log(f"panel: round {round_ + 1}, {name}{' + busy neighbour' if neighbour else ''}")
-                with busy_neighbour() if neighbour else contextlib.nullcontext():
-                    r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
-                rows.append({"candidate": name, "env": env, "neighbour": neighbour, "round": round_, **r})
-    summary = []
-    for neighbour in (False, True):
-        for name in THREAD_CANDIDATES:
-            mine = [r for r in rows if r["candidate"] == name and r["neighbour"] == neighbour]
-            summary.append({"candidate": name, "neighbour": neighbour, "threads": mine[0]["threads"],
-                            "generate_median_s": round(statistics.median(r["generate_median_s"] for r in mine), 3),
-                            "generate_max_s": max(r["generate_max_s"] for r in mine),
-                            "first_press_max_s": max(r["first_press_s"] for r in mine),
-                            "per_round": [r["generate_median_s"] for r in mine]})
-    if log:
-        log("panel: live drawing on / off, S mode")
-    lm = load(model)
-    knobs = dict(gen_length=64, steps=64)
-    runs = {"on": [], "off": []}
-    for _ in range(3):                         # interleaved, so drift in the machine hits both alike
-        runs["on"].append(regenerate_latency(lm, repeats=repeats, live_every=LIVE_EVERY, **knobs))
-        runs["off"].append(regenerate_latency(lm, repeats=repeats, live_every=None, **knobs))
-    live = {k: {"generate_median_s": statistics.median(r["generate_median_s"] for r in v),
-                "live_redraws_median": statistics.median(r["live_redraws_median"] for r in v)}
-            for k, v in runs.items()}
-    live["cost_ratio"] = round(live["on"]["generate_median_s"] / live["off"]["generate_median_s"], 3)
-    s_mode = regenerate_latency(load(defaults.PARALLEL_MODEL), repeats=repeats, gen_length=64,
-                                sampler="draft_edit", **preset_knobs("speed"))
-    return {"model": model, "cores": threads.cores(), "summary": summary, "rows": rows, "live": live,
-            "s_mode": s_mode, "repeats": repeats, "rounds": rounds}

@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..models.tiny_net import TinyDLM, TinyDLMConfig
 from .distill import block_distill_loss, t2t_noise
-from .tiny import TinyDLM, TinyDLMConfig
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,8 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
 
 def init_folder(init_from: str) -> Path:
     """The model folder named by `TrainConfig.init_from`: an embedded name or a path."""
-    from .model import EMBEDDED, models_dir
-    src = models_dir() / EMBEDDED[init_from] if init_from in EMBEDDED else Path(init_from)
+    from ..models.load import EMBEDDED, weights_dir
+    src = weights_dir() / EMBEDDED[init_from] if init_from in EMBEDDED else Path(init_from)
     if not (src / "model.safetensors").is_file():
         raise FileNotFoundError(f"init_from={init_from!r}: no model.safetensors in {src}")
     return src
@@ -222,8 +222,8 @@ def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log,
     """The teacher's (init_from's) answers to `cfg.distill` training prompts (greedy, or sampled at
     distill_temperature), packed; decoded once into out/trajectories.pt (resumable: it is the slow
     part)."""
+    from ..models.load import load
     from .distill import make_trajectories, pack, train_prompts
-    from .model import load
     teacher = load(str(init_folder(cfg.init_from)), device=device)
     top_p = cfg.distill_top_p if cfg.distill_top_p < 1 else None
     traj = make_trajectories(teacher, train_prompts(cfg.distill, cfg.seed), out / "trajectories.pt",
@@ -241,8 +241,8 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     arithmetic moves (its results differ from the CPU's in the last bits, not in kind)."""
     from tqdm.auto import tqdm
 
-    from .data import HELDOUT, load_plays
-    from .tokenizer import load_tokenizer, train_tokenizer
+    from ..models.tokenizer import load_tokenizer, train_tokenizer
+    from .corpus import HELDOUT, load_plays
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
