@@ -12,8 +12,9 @@ import torch
 from torch.profiler import record_function
 
 from . import controls as ctl
+from .models.handle import Denoiser
 from .samplers.autoregressive import Autoregressive
-from .samplers.base import DecodeState, StepRecord
+from .samplers.base import DecodeState, Sampler, StepRecord
 from .samplers.low_confidence import LowConfidence
 from .samplers.registry import resolve
 from .trace import Trace
@@ -32,9 +33,9 @@ class Output:
         return self.texts[0]
 
 
-def default_sampler(lm):
+def default_sampler(lm: Denoiser):
     """LLaDA's rule for a diffusion model, left to right for a causal one."""
-    return Autoregressive() if getattr(lm, "kind", "masked") == "causal" else LowConfidence()
+    return Autoregressive() if lm.kind == "causal" else LowConfidence()
 
 
 def check_knobs(sampler, *, gen_length: int, block_length: int, steps: int, cfg_scale: float = 0.0,
@@ -49,7 +50,7 @@ def check_knobs(sampler, *, gen_length: int, block_length: int, steps: int, cfg_
     if gen_length % block_length:
         raise ValueError(f"gen_length ({gen_length}) must be a multiple of block_length ({block_length})")
     num_blocks = gen_length // block_length
-    budgeted = getattr(sampler, "uses_step_budget", True)   # threshold / editing / AR rules are not
+    budgeted = sampler.uses_step_budget                     # threshold / editing / AR rules are not
     if budgeted and steps % num_blocks:
         raise ValueError(f"steps ({steps}) must be divisible by the number of blocks "
                          f"gen_length / block_length = {num_blocks}")
@@ -68,9 +69,9 @@ def check_seed(seed) -> None:
         raise ValueError(f"seed must be an integer in [-2**63, 2**64) or None, got {seed!r}")
 
 
-def _check(lm, sampler, prompts, gen_length, block_length, steps, cfg_scale, penalty_lambda):
-    causal = getattr(lm, "kind", "masked") == "causal"
-    if causal and not getattr(sampler, "decodes_causal", False):
+def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_scale, penalty_lambda):
+    causal = lm.kind == "causal"
+    if causal and not sampler.decodes_causal:
         raise ValueError(f"model {lm.name!r} is causal (kind='causal'): it can only be decoded left "
                          f"to right, with sampler=Autoregressive(); {type(sampler).__name__} needs "
                          f"a masked diffusion model")
@@ -95,7 +96,7 @@ def _check(lm, sampler, prompts, gen_length, block_length, steps, cfg_scale, pen
     return encoded, num_blocks
 
 
-def _model_fn(lm, attention_mask, prompt_pos, cfg_scale, penalty_lambda=0.0
+def _model_fn(lm: Denoiser, attention_mask, prompt_pos, cfg_scale, penalty_lambda=0.0
               ) -> Callable[[torch.Tensor], torch.Tensor]:
     """x (B, L) → logits (B, L, V) in the model's dtype, with classifier-free guidance when cfg_scale > 0: the
     unconditional pass sees the prompt positions masked, in one batch of 2B with the conditional.
@@ -136,18 +137,142 @@ def _model_fn(lm, attention_mask, prompt_pos, cfg_scale, penalty_lambda=0.0
     return forward
 
 
-def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int = 32,
+@dataclass
+class _Run:
+    """One run's canvas and loop state: built by _prepare, advanced step by step by _records."""
+    lm: Denoiser
+    sampler: Sampler
+    controls: tuple
+    canvas: ctl.Canvas
+    model: Callable[[torch.Tensor], torch.Tensor]     # x (B, L) → logits (B, L, V)
+    x: torch.Tensor                  # (B, L) long: padding + prompt + canvas
+    frozen: torch.Tensor             # (B, L) bool: prompt, padding, pinned: never touched by a rule
+    prompt_len: int                  # P: the canvas starts here
+    num_blocks: int
+    block_length: int
+    steps_per_block: int
+    eos_early_stop: bool
+    generator: torch.Generator
+    done: torch.Tensor               # (B,) bool: rows stopped at an EOS for good
+    global_step: int = 0
+
+
+def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_length: int, steps: int,
+             cfg_scale: float, eos_early_stop: bool, penalty_lambda: float, generator, seed, controls) -> _Run:
+    """Check every knob, then lay out the canvas: prompts left-padded to P tokens, gen_length
+    masks after them, controls' fixed text written and frozen."""
+    encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale, penalty_lambda)
+    generator = _generator(lm, generator, seed)
+    B, P = len(encoded), max(map(len, encoded))
+    x = torch.full((B, P + gen_length), lm.mask_id, dtype=torch.long)
+    attention = torch.ones_like(x)
+    for b, ids in enumerate(encoded):                   # left padding
+        x[b, :P - len(ids)] = lm.pad_id
+        x[b, P - len(ids):P] = torch.tensor(ids, dtype=torch.long)
+        attention[b, :P - len(ids)] = 0
+    x, attention = x.to(lm.device), attention.to(lm.device)
+    frozen = torch.zeros_like(x, dtype=torch.bool)
+    frozen[:, :P] = True                                # prompt and padding are never touched
+    canvas = ctl.Canvas(lm=lm, prompt_len=P, gen_length=gen_length)
+    ctl.setup(controls, x, frozen, canvas)              # pins, templates, re-noised text
+    attention_mask = attention if (attention == 0).any() else None
+    model = _model_fn(lm, attention_mask, frozen & attention.bool(), cfg_scale, penalty_lambda)
+    return _Run(lm=lm, sampler=sampler, controls=controls, canvas=canvas, model=model, x=x, frozen=frozen,
+                prompt_len=P, num_blocks=num_blocks, block_length=block_length,
+                steps_per_block=steps // num_blocks, eos_early_stop=eos_early_stop, generator=generator,
+                done=torch.zeros(B, dtype=torch.bool, device=x.device))
+
+
+def _generator(lm: Denoiser, generator: torch.Generator | None, seed) -> torch.Generator:
+    check_seed(seed)
+    if generator is None:
+        return torch.Generator(device=lm.device).manual_seed(0 if seed is None else int(seed))
+    if seed is not None:
+        raise ValueError("pass either seed or generator, not both")
+    if generator.device.type != lm.device.type:
+        raise ValueError(f"generator is on {generator.device.type} but the model is on {lm.device.type}: "
+                         f"create it with torch.Generator(device={str(lm.device)!r})")
+    return generator
+
+
+def _records(run: _Run, trace: Trace | None) -> Iterator[StepRecord]:
+    """Every block of the run in turn, one StepRecord per forward pass."""
+    for block in range(run.num_blocks):
+        if run.done.all():
+            return
+        for rec in _block(run, block):
+            if trace is not None:
+                with record_function("labkit.record"):
+                    trace.append(rec)
+            yield rec
+
+
+def _block(run: _Run, block: int) -> Iterator[StepRecord]:
+    """The steps of one block. LLaDA's rule spends exactly its step budget; threshold rules run
+    until the block is full (each step commits at least one token per unfinished row), as in
+    Fast-dLLM; editing rules then take up to max_post_steps more (SGLang's bound)."""
+    lm, sampler, B = run.lm, run.sampler, run.x.shape[0]
+    s = run.prompt_len + block * run.block_length
+    e = s + run.block_length
+    if lm.begin_block is not None:                      # a KV-cache wrapper refreshes here
+        lm.begin_block(s, e)
+    max_post = sampler.max_post_steps
+    budget = run.steps_per_block if sampler.uses_step_budget else run.block_length + max_post
+    post = torch.zeros(B, dtype=torch.long, device=run.x.device)      # post steps taken per row
+    converged = torch.zeros(B, dtype=torch.bool, device=run.x.device)
+    stop_ids = torch.tensor(lm.stop_ids, dtype=torch.long, device=run.x.device)
+    watch_eos = run.eos_early_stop and stop_ids.numel() > 0
+    for step in range(budget):
+        state = DecodeState(x=run.x, frozen=run.frozen, block_start=s, block_end=e, block=block, step=step,
+                            steps=budget, global_step=run.global_step, mask_id=lm.mask_id, stop_ids=lm.stop_ids)
+        full = ~state.masked.any(-1)                                     # (B,)
+        editable = (~run.frozen[:, s:e]).any(-1)                         # a fully pinned block is skipped
+        live = ~run.done & editable & (~full | ((post < max_post) & ~converged))
+        if not live.any():
+            break
+        rec = _step(run, state, live)
+        changed = (rec.committed | rec.edited).any(-1)
+        post += (live & full).long()
+        converged |= live & full & ~changed
+        run.x = rec.tokens
+        if watch_eos and not max_post:
+            run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id)
+        run.global_step += 1
+        yield rec
+    if watch_eos and max_post:                          # editing rules: checked when the block is done
+        run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id)
+
+
+def _step(run: _Run, state: DecodeState, live: torch.Tensor) -> StepRecord:
+    """One forward pass and the rule (with the controls around it, if any); rows not `live`
+    are left as they were. The record is timed and says which rows took part."""
+    t0 = time.perf_counter()
+    with record_function("labkit.forward"):
+        logits = run.model(state.x)
+    if run.controls:
+        rec, run.frozen = ctl.controlled_step(run.controls, run.sampler, logits, state, live, run.generator,
+                                              run.canvas)
+    else:
+        with record_function("labkit.rule"):
+            rec = run.sampler.step(logits, state, run.generator)
+    rec = _only_rows(rec, live, state.x)
+    if state.x.device.type == "cuda":
+        torch.cuda.synchronize(state.x.device)
+    return replace(rec, seconds=time.perf_counter() - t0, active=live)
+
+
+def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_length: int = 32,
            steps: int = 64, cfg_scale: float = 0.0, eos_early_stop: bool = False,
            penalty_lambda: float = 0.0, generator: torch.Generator | None = None,
-           seed: int | None = None, trace: Trace | None = None, controls=()) -> Iterator[StepRecord]:
+           seed: int | None = None, controls=()) -> Iterator[StepRecord]:
     """Yield one StepRecord per forward pass. The only decoding loop in labkit.
 
     prompt: a string or a list of strings (a batch, left-padded with an attention mask).
     sampler: a rule object (lk.Threshold(), ...) or a rule name ("speed", "threshold", ...;
     labkit.samplers.registry.NAMES); None is LLaDA's rule (left to right for a causal model).
     The canvas is gen_length masks after the prompt, decoded in gen_length / block_length
-    semi-autoregressive blocks of steps / num_blocks steps each. Pass `trace` to have the
-    records collected as they are yielded.
+    semi-autoregressive blocks of steps / num_blocks steps each. Every knob is checked when
+    stream() is called, before the first step.
 
     Rows finish independently: a row whose block is done (no masks left and, for editing rules,
     converged or out of post steps) is left untouched while the others go on, and with
@@ -158,97 +283,10 @@ def stream(lm, prompt, sampler=None, *, gen_length: int = 64, block_length: int 
     `controls`: labkit.controls hooks (Pin, Infill, Keywords, Ban, ReNoise) in any combination;
     positions they fix are frozen, and records then carry `pinned` (fixed answer positions)."""
     sampler = resolve(sampler) or default_sampler(lm)
-    controls = ctl.check(controls)
-    encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale,
-                                 penalty_lambda)
-    check_seed(seed)
-    if generator is None:
-        generator = torch.Generator(device=lm.device).manual_seed(0 if seed is None else int(seed))
-    elif seed is not None:
-        raise ValueError("pass either seed or generator, not both")
-    elif generator.device.type != lm.device.type:
-        raise ValueError(f"generator is on {generator.device.type} but the model is on {lm.device.type}: "
-                         f"create it with torch.Generator(device={str(lm.device)!r})")
-    B, P = len(encoded), max(map(len, encoded))
-    L = P + gen_length
-    x = torch.full((B, L), lm.mask_id, dtype=torch.long)
-    attention = torch.ones(B, L, dtype=torch.long)
-    for b, ids in enumerate(encoded):                   # left padding
-        x[b, :P - len(ids)] = lm.pad_id
-        x[b, P - len(ids):P] = torch.tensor(ids, dtype=torch.long)
-        attention[b, :P - len(ids)] = 0
-    x, attention = x.to(lm.device), attention.to(lm.device)
-    frozen = torch.zeros(B, L, dtype=torch.bool, device=lm.device)
-    frozen[:, :P] = True                                # prompt and padding are never touched
-    canvas = ctl.Canvas(lm=lm, prompt_len=P, gen_length=gen_length)
-    ctl.setup(controls, x, frozen, canvas)              # pins, templates, re-noised text
-    attention_mask = attention if (attention == 0).any() else None
-    model = _model_fn(lm, attention_mask, frozen & attention.bool(), cfg_scale, penalty_lambda)
-    if trace is not None:
-        trace.prompt_len, trace.mask_id, trace.init = P, lm.mask_id, x.cpu()
-    steps_per_block, global_step = steps // num_blocks, 0
-    begin_block = getattr(lm, "begin_block", None)
-    max_post = getattr(sampler, "max_post_steps", 0)     # steps a full block may keep editing
-    stop_ids = torch.tensor(lm.stop_ids, dtype=torch.long, device=x.device)
-    done = torch.zeros(B, dtype=torch.bool, device=x.device)   # rows stopped at an EOS for good
-    for block in range(num_blocks):
-        if done.all():
-            break
-        s, e = P + block * block_length, P + (block + 1) * block_length
-        if begin_block is not None:                     # a KV-cache wrapper (labkit.models.kv_cache) refreshes here
-            begin_block(s, e)
-        # LLaDA's rule spends exactly its step budget; threshold rules run until the block is
-        # full (each step commits at least one token per unfinished row), as in Fast-dLLM;
-        # editing rules then take up to max_post_steps more (SGLang's bound).
-        budget = (steps_per_block if getattr(sampler, "uses_step_budget", True)
-                  else block_length + max_post)
-        post = torch.zeros(B, dtype=torch.long, device=x.device)       # post steps taken per row
-        converged = torch.zeros(B, dtype=torch.bool, device=x.device)
-        for step in range(budget):
-            state = DecodeState(x=x, frozen=frozen, block_start=s, block_end=e, block=block, step=step,
-                                steps=budget, global_step=global_step, mask_id=lm.mask_id,
-                                stop_ids=lm.stop_ids)
-            full = ~state.masked.any(-1)                                 # (B,)
-            editable = (~frozen[:, s:e]).any(-1)                         # a fully pinned block is skipped
-            live = ~done & editable & (~full | ((post < max_post) & ~converged))
-            if not live.any():
-                break
-            t0 = time.perf_counter()
-            with record_function("labkit.forward"):
-                logits = model(x)
-            if controls:
-                before = x
-                with record_function("labkit.controls"):
-                    x, frozen = ctl.apply(controls, logits, x, frozen, live, canvas)
-                state = replace(state, x=x, frozen=frozen)
-            with record_function("labkit.rule"):
-                rec = sampler.step(logits, state, generator)
-            if controls:
-                with record_function("labkit.controls"):
-                    fixed = ctl.fix(controls, rec.tokens, logits, x, canvas)
-                tokens = torch.where(frozen, x, fixed)
-                placed = x != before
-                rec = replace(rec, tokens=tokens, committed=(rec.committed & (tokens != x)) | placed,
-                              edited=rec.edited & (tokens != x))
-            rec = _only_rows(rec, live, x)
-            if controls:
-                rec = replace(rec, pinned=frozen & (torch.arange(L, device=x.device) >= P))
-            if x.device.type == "cuda":
-                torch.cuda.synchronize(x.device)
-            rec = StepRecord(**{**rec.__dict__, "seconds": time.perf_counter() - t0, "active": live})
-            changed = (rec.committed | rec.edited).any(-1)
-            post += (live & full).long()
-            converged |= live & full & ~changed
-            x = rec.tokens
-            if eos_early_stop and stop_ids.numel() and not max_post:
-                done |= _stopped(x, P, stop_ids, lm.mask_id)
-            if trace is not None:
-                with record_function("labkit.record"):
-                    trace.append(rec)
-            global_step += 1
-            yield rec
-        if eos_early_stop and stop_ids.numel() and max_post:
-            done |= _stopped(x, P, stop_ids, lm.mask_id)
+    run = _prepare(lm, prompt, sampler, gen_length=gen_length, block_length=block_length, steps=steps,
+                   cfg_scale=cfg_scale, eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda,
+                   generator=generator, seed=seed, controls=ctl.check(controls))
+    return _records(run, None)
 
 
 def _only_rows(rec: StepRecord, live: torch.Tensor, x: torch.Tensor) -> StepRecord:
@@ -256,10 +294,9 @@ def _only_rows(rec: StepRecord, live: torch.Tensor, x: torch.Tensor) -> StepReco
     if live.all():
         return rec
     keep = ~live[:, None]                                                # (B, 1)
-    return StepRecord(step=rec.step, block=rec.block, tokens=torch.where(keep, x, rec.tokens),
-                      candidates=torch.where(keep, x, rec.candidates),
-                      confidence=rec.confidence.masked_fill(keep, float("nan")),
-                      committed=rec.committed & ~keep, edited=rec.edited & ~keep)
+    return replace(rec, tokens=torch.where(keep, x, rec.tokens), candidates=torch.where(keep, x, rec.candidates),
+                   confidence=rec.confidence.masked_fill(keep, float("nan")),
+                   committed=rec.committed & ~keep, edited=rec.edited & ~keep)
 
 
 def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int) -> torch.Tensor:
@@ -271,37 +308,37 @@ def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int) -> t
     return is_stop.any(-1) & ~((answer == mask_id) & before).any(-1)
 
 
-def generate(lm, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] | None = None,
+def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] | None = None,
              gen_length: int = 64, block_length: int = 32, steps: int = 64, cfg_scale: float = 0.0,
              eos_early_stop: bool = False, penalty_lambda: float = 0.0,
              generator: torch.Generator | None = None, seed: int | None = None, controls=(),
-             trace: Trace | None = None) -> Output:
+             on_start: Callable[[Trace], None] | None = None) -> Output:
     """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS.
-    Pass an empty `trace` to watch it fill while the run goes on (the lab panel draws from it in
-    `on_step`); an exception raised by `on_step` stops the run there.
+    `on_start(trace)` is called with the run's trace before the first step, and `on_step(rec)`
+    after each step once the trace holds it (the lab panel draws the trace as it fills); an
+    exception raised by either stops the run there.
     stats: nfe (forward passes of the batch), gen_tokens (decided answer tokens, all rows),
     row_nfe (forward passes summed over rows: each row counts the steps it took part in),
     tpf (gen_tokens / row_nfe: tokens per forward pass as each row saw it), seconds,
     tps (tokens per second, all rows)."""
     sampler = resolve(sampler) or default_sampler(lm)
-    if trace is None:
-        trace = Trace(prompt_len=0, mask_id=lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
-    elif len(trace):
-        raise ValueError("trace must be empty: generate() fills it")
-    t0 = time.perf_counter()
+    controls = ctl.check(controls)
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
                  eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
-    for rec in stream(lm, prompt, sampler, trace=trace, generator=generator, seed=seed, controls=controls,
-                      **knobs):
+    t0 = time.perf_counter()
+    run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=controls, **knobs)
+    trace = Trace(prompt_len=run.prompt_len, mask_id=lm.mask_id, init=run.x.cpu())
+    trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=run.x.shape[0],
+                      controls=[repr(c) for c in controls])
+    if on_start is not None:
+        on_start(trace)
+    for rec in _records(run, trace):
         if on_step is not None:
             on_step(rec)
     seconds = time.perf_counter() - t0
-    final = trace.final
-    P = trace.prompt_len
+    final, P = trace.final, trace.prompt_len
     texts = [lm.decode(_until_stop(row[P:].tolist(), lm.stop_ids)) for row in final]
     gen_tokens = int((final[:, P:] != lm.mask_id).sum())
-    trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=final.shape[0],
-                      controls=[repr(c) for c in ctl.check(controls)])
     row_nfe = int(trace.row_nfe().sum())
     stats = {"nfe": trace.nfe, "gen_tokens": gen_tokens, "row_nfe": row_nfe,
              "tpf": round(gen_tokens / max(1, row_nfe), 4),

@@ -18,6 +18,7 @@ distinct-2 of 32 held-out-prompt samples (measured, 64 tokens, block 32, seed 0)
 """
 from __future__ import annotations
 
+from .samplers import registry
 from .samplers.low_confidence import LowConfidence
 
 MODEL = "tiny"
@@ -27,7 +28,7 @@ GEN_LENGTH = 64
 BLOCK_LENGTH = 32
 STEPS = 64
 TEMPERATURE = 1.0
-TOP_P = 0.9
+TOP_P = registry.DEFAULT_TOP_P   # the nucleus at temperature > 0
 
 
 def sampler() -> LowConfidence:
@@ -42,8 +43,6 @@ def parallel_note(model: str, rule: str, tpf: float) -> str | None:
     """A note when a rule meant to commit several tokens per forward pass (threshold, factor,
     entropy_bound, draft_edit, speed, quality) committed fewer than MIN_PARALLEL_TPF on average:
     the model is not confident enough for it. None otherwise."""
-    from .samplers import registry
-
     if registry.budgeted(rule) or rule == "autoregressive" or tpf >= MIN_PARALLEL_TPF:
         return None
     hint = "" if model == PARALLEL_MODEL else f"; {PARALLEL_MODEL} is the lab's model for parallel decoding"

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import torch
 
+from .models.handle import Denoiser
+
 WHAT = ("timings", "shapes", "activations")
 
 
@@ -130,7 +132,7 @@ def peak_memory(device: str | torch.device = "cpu"):
         result.update(peak_bytes=int(peak), kind="rss", region=region)
 
 
-def profile_generate(lm, prompt, path, sampler=None, **settings) -> Path:
+def profile_generate(lm: Denoiser, prompt, path, sampler=None, **settings) -> Path:
     """Run generate() under torch.profiler and write a chrome trace to `path`. The loop marks its
     parts with record_function spans: labkit.forward, labkit.controls, labkit.rule, labkit.record."""
     from .decode import generate
@@ -155,7 +157,7 @@ class Observation:
 
 
 @contextlib.contextmanager
-def observe(lm, names, what: str = "timings"):
+def observe(lm: Denoiser, names, what: str = "timings"):
     """Register forward hooks on the submodules `names` of `lm.net` (as in net.named_modules()) and
     collect `what` ("timings", "shapes" or "activations"). The hooks are always removed, also
     when the block raises."""

@@ -94,17 +94,22 @@ def test_trace_save_refuses_a_folder_and_names_the_file(toy, tmp_path):
     assert out.trace.save(tmp_path / "run") == tmp_path / "run.npz" and (tmp_path / "run.npz").is_file()
 
 
-def test_generate_fills_a_given_trace_and_on_step_can_stop_it(toy):
-    trace = lk.Trace(prompt_len=0, mask_id=toy.mask_id, init=torch.empty(0, 0, dtype=torch.long))
-    seen = []
+def test_generate_hands_over_its_trace_and_on_step_can_stop_it(toy):
+    """on_start gets the run's trace, already with its prompt length, canvas and settings; it
+    fills as the run goes on, and an exception in on_step stops the run there."""
+    traces, seen = [], []
 
     def on_step(rec):
-        seen.append(len(trace))
+        seen.append(len(traces[0]))
         if len(seen) == 3:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16, trace=trace, on_step=on_step)
+        lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16, on_start=traces.append,
+                    on_step=on_step)
+    (trace,) = traces
     assert seen == [1, 2, 3] and len(trace) == 3
-    with pytest.raises(ValueError, match="trace must be empty"):
-        lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16, trace=trace)
+    full = lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16).trace
+    assert trace.prompt_len == full.prompt_len == len(toy.encode("ROMEO:\n"))
+    assert torch.equal(trace.init, full.init) and trace.meta == full.meta
+    assert all(torch.equal(a.tokens, b.tokens) for a, b in zip(trace, full))

@@ -54,15 +54,58 @@ def test_threshold_touches_only_masked_unfrozen_positions():
     assert rec.tokens[0, 1] == 4 and rec.tokens[0, 2] == MASK
 
 
-def test_factor_rule():
+def test_factor_rule_paper_variant():
     # sorted confidences 0.9, 0.8, 0.7, 0.5: rank r (1-based) needs c >= 1 - 1/(r+1)
     # r=2: 0.8 >= 0.667 ok; r=3: 0.7 < 0.75 stop -> accept 2
     confs = [0.7, 0.9, 0.5, 0.8]
-    rec = Threshold(threshold=None, factor=1.0).step(logits_with_conf(confs), state(torch.full((1, 4), MASK)))
+    paper = dict(threshold=None, factor_rule="paper")
+    rec = Threshold(factor=1.0, **paper).step(logits_with_conf(confs), state(torch.full((1, 4), MASK)))
     assert rec.committed[0].tolist() == [False, True, False, True]
-    rec = Threshold(threshold=None, factor=2.0).step(logits_with_conf(confs), state(torch.full((1, 4), MASK)))
+    rec = Threshold(factor=2.0, **paper).step(logits_with_conf(confs), state(torch.full((1, 4), MASK)))
     # factor 2: r=2 needs 0.333, r=3 needs 0.5, r=4 needs 0.6 -> 0.5 fails at r=4: accept 3
     assert rec.committed[0].tolist() == [True, True, False, True]
+
+
+def test_factor_rule_follows_fast_dllm_code_by_default():
+    """Fast-dLLM's get_transfer_index_dynamic: when the first failing rank is the block's last
+    masked position, that token is committed too."""
+    masks = lambda n: state(torch.full((1, n), MASK))
+    rule = Threshold(threshold=None, factor=1.0)
+    assert rule.factor_rule == "official"
+    # 0.986 / 0.721 / 0.444: r=2 needs 0.667 ok, r=3 needs 0.75: fails at the last rank -> all 3
+    assert rule.step(logits_with_conf([0.986, 0.721, 0.444]), masks(3)).committed.sum() == 3
+    assert Threshold(threshold=None, factor=1.0, factor_rule="paper").step(
+        logits_with_conf([0.986, 0.721, 0.444]), masks(3)).committed.sum() == 2
+    # fails at r=3 of 4: not the last rank, so 2 as in the paper
+    assert rule.step(logits_with_conf([0.7, 0.9, 0.5, 0.8]), masks(4)).committed[0].tolist() == [False, True, False, True]
+    # fails at r=4 of 4 (the last): all 4
+    assert Threshold(threshold=None, factor=2.0).step(logits_with_conf([0.7, 0.9, 0.5, 0.8]), masks(4)).committed.all()
+    # two masks left: they always go together, however unsure the second
+    assert rule.step(logits_with_conf([0.9, 0.2]), masks(2)).committed.all()
+    assert rule.step(logits_with_conf([0.3]), masks(1)).committed.all()
+
+
+def _official_count(confs, factor):
+    """How many Fast-dLLM's code commits, written from its loop: thresholds 1 - factor / (n + 1)
+    for n = 1..m with the first replaced by -1, scan the sorted confidences to the first failure
+    (or the last index), and step past it when it is index 0 or the last index."""
+    c = sorted(confs, reverse=True)
+    thresholds = [-1.0] + [1 - factor / (n + 1) for n in range(2, len(c) + 1)]
+    top = 0
+    for top in range(len(c)):
+        if c[top] < thresholds[top]:
+            break
+    return top + 1 if top in (0, len(c) - 1) else top
+
+
+@pytest.mark.parametrize("factor", [0.5, 1.0, 2.0, 4.0])
+def test_factor_rule_matches_the_official_loop_on_random_confidences(factor):
+    g = torch.Generator().manual_seed(int(factor * 10))
+    for _ in range(40):
+        m = int(torch.randint(1, 9, (1,), generator=g))
+        confs = (0.25 + 0.75 * torch.rand(m, generator=g)).tolist()
+        got = Threshold(threshold=None, factor=factor).step(logits_with_conf(confs), state(torch.full((1, m), MASK)))
+        assert int(got.committed.sum()) == _official_count(confs, factor), confs
 
 
 def test_scores():

@@ -26,29 +26,19 @@ from __future__ import annotations
 
 import torch
 
-
-class _Wrapper:
-    """A model wrapper: everything it does not define is the wrapped model's (`self.lm`)."""
-
-    def __getattr__(self, name):
-        if "lm" not in self.__dict__:            # not set up yet (e.g. during unpickling)
-            raise AttributeError(name)
-        return getattr(self.lm, name)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.lm!r})"
+from .handle import Denoiser, Wrapper
 
 
-class _BlockCache(_Wrapper):
+class _BlockCache(Wrapper):
     mode = ""
 
-    def __init__(self, lm):
-        if getattr(lm, "kind", "masked") != "masked":
+    def __init__(self, lm: Denoiser):
+        if lm.kind != "masked":
             raise ValueError(f"{type(self).__name__} is for masked diffusion models; {lm.name!r} is {lm.kind}")
         if not hasattr(lm.net, "run"):
             raise ValueError(f"{type(self).__name__} needs a labkit TinyDLM network (with run() and a K/V "
                              f"cache); {lm.name!r} is {type(lm.net).__name__}")
-        self.lm = lm
+        super().__init__(lm)
         self.shift = bool(getattr(lm.net.config, "shift_logits", False))
         self.full_passes = self.window_passes = 0
         self._block: tuple[int, int] | None = None
@@ -92,21 +82,21 @@ class DualCache(_BlockCache):
     mode = "dual"
 
 
-class CausalCache(_Wrapper):
+class CausalCache(Wrapper):
     """Exact KV cache of a causal model (e.g. the tiny-ar twin): reuse every position whose tokens
     up to and including it are unchanged since the last call, recompute the rest. The decoding
     loop hands a causal model its decided prefix, one token longer each step, so an AR step
     costs a one-token forward instead of a pass over the whole prefix. Outputs equal the
     uncached model's up to float rounding (tested)."""
 
-    def __init__(self, lm):
-        if getattr(lm, "kind", None) != "causal":
-            raise ValueError(f"CausalCache is for causal models; {getattr(lm, 'name', lm)!r} is "
-                             f"{getattr(lm, 'kind', None)} (use PrefixCache or DualCache for diffusion)")
+    def __init__(self, lm: Denoiser):
+        if lm.kind != "causal":
+            raise ValueError(f"CausalCache is for causal models; {lm.name!r} is {lm.kind} "
+                             f"(use PrefixCache or DualCache for diffusion)")
         if not hasattr(lm.net, "run") or getattr(lm.net.config, "shift_logits", False):
             raise ValueError(f"CausalCache needs a labkit TinyDLM causal network (with run()); "
                              f"{lm.name!r} is {type(lm.net).__name__}")
-        self.lm = lm
+        super().__init__(lm)
         self.reused = self.computed = 0           # positions taken from the cache / recomputed
         self._ids = self._mask = self._kv = self._logits = None
 

@@ -5,69 +5,24 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .. import threads
+from .handle import DLM, Denoiser
 
 EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap"}  # name → folder under labkit/weights/
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
+EOT_TOKEN_STRINGS = ("<|eot_id|>",)       # end of turn in chat models (LLaDA's Llama-style template)
 
 
 def weights_dir() -> Path:
     return Path(__file__).parent.parent / "weights"
 
 
-@dataclass
-class DLM:
-    """A denoiser plus what decoding needs to know about it."""
-    net: torch.nn.Module
-    tokenizer: object                # a transformers PreTrainedTokenizerFast
-    mask_id: int
-    eos_id: int | None
-    pad_id: int
-    name: str
-    kind: str = "masked"             # "masked" (bidirectional denoiser) or "causal" (AR twin)
-    max_length: int | None = None    # context length, when the model has one
-    eot_id: int | None = None        # end-of-turn id of chat models (LLaDA's <|eot_id|>)
-
-    @property
-    def stop_ids(self) -> tuple[int, ...]:
-        return tuple(i for i in (self.eos_id, self.eot_id) if i is not None)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.net.parameters()).device
-
-    @torch.no_grad()
-    def __call__(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """x (B, L) long → logits (B, L, V)."""
-        out = self.net(input_ids=x, attention_mask=attention_mask)
-        return out.logits if hasattr(out, "logits") else out[0]
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    def decode(self, ids, skip_special: bool = True) -> str:
-        ids = [int(i) for i in ids]
-        if skip_special:
-            special = {self.mask_id, self.pad_id, *self.stop_ids}
-            ids = [i for i in ids if i not in special]
-        return self.tokenizer.decode(ids, skip_special_tokens=False)
-
-    def token_strings(self, ids) -> list[str]:
-        """One display string per id (masks as '<mask>'), for grids and hover text."""
-        return [self.tokenizer.decode([int(i)]) for i in ids]
-
-    def __repr__(self) -> str:
-        n = sum(p.numel() for p in self.net.parameters())
-        return f"DLM({self.name!r}, kind={self.kind}, params={n / 1e6:.1f}M, mask_id={self.mask_id})"
-
-
 def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
-         dtype: torch.dtype | None = None, trust_remote_code: bool = False) -> DLM:
+         dtype: torch.dtype | None = None, trust_remote_code: bool = False) -> Denoiser:
     """`load("tiny")` gives the embedded model; a folder with config.json loads that folder; any
     other string goes to `transformers` (a hub id needs its weights in the local cache)."""
     if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
@@ -207,7 +162,8 @@ def _load_transformers(name: str, trust_remote_code: bool, dtype=None) -> DLM:
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     if mask_id is not None and pad == mask_id:
         raise ValueError(f"model {name!r}: pad id equals mask id ({pad}); batching would break")
-    eot = tok.convert_tokens_to_ids("<|eot_id|>") if "<|eot_id|>" in tok.get_vocab() else None
+    vocab = tok.get_vocab()
+    eot = next((vocab[s] for s in EOT_TOKEN_STRINGS if s in vocab), None)
     return DLM(net=net, tokenizer=tok, mask_id=mask_id if mask_id is not None else -1,
                eos_id=tok.eos_token_id, pad_id=pad, name=name, kind="causal" if causal else "masked",
                max_length=getattr(cfg, "max_position_embeddings", None), eot_id=eot)

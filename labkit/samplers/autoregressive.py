@@ -13,11 +13,11 @@ from typing import ClassVar
 
 import torch
 
-from .base import DecodeState, StepRecord, check_sampling, commit_record, sample_tokens, spread
+from .base import DecodeState, Rule, StepRecord, check_sampling, commit_record, sample_tokens, spread
 
 
 @dataclass(frozen=True)
-class Autoregressive:
+class Autoregressive(Rule):
     temperature: float = 0.0
     top_k: int | None = None
     top_p: float | None = None

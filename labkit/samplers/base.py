@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor
@@ -51,9 +51,31 @@ class StepRecord:
                                     # (None when the run has no controls)
 
 
+@runtime_checkable
 class Sampler(Protocol):
+    """A rule: what to commit (and edit) at one step. `step` is pure: logits (B, L, V) and the
+    state in, a StepRecord out. Its capabilities tell the loop how to drive it."""
+    uses_step_budget: bool    # spends the `steps` budget (LLaDA); else runs until a block is done
+    decodes_causal: bool      # can run on a causal (left-to-right) model
+    max_post_steps: int       # steps a full block may keep editing (0: none)
+
     def step(self, logits: Tensor, state: DecodeState,
              generator: torch.Generator | None = None) -> StepRecord: ...
+
+
+class Rule:
+    """Base of labkit's rules: the capability defaults of the Sampler protocol."""
+    uses_step_budget: ClassVar[bool] = True
+    decodes_causal: ClassVar[bool] = False
+    max_post_steps: ClassVar[int] = 0
+
+
+def gumbel(shape, generator: torch.Generator | None, device) -> Tensor:
+    """Gumbel(0, 1) noise in float64 (low-precision Gumbel noise hurts quality: arXiv:2409.02908).
+    Adding it to logits and taking the argmax samples from their softmax (the top k: k draws
+    without replacement)."""
+    u = torch.rand(shape, generator=generator, device=device, dtype=torch.float64)
+    return -torch.log(-torch.log(u.clamp_min(1e-300)))
 
 
 def sample_tokens(logits: Tensor, temperature: float, generator: torch.Generator | None = None,
@@ -69,8 +91,7 @@ def sample_tokens(logits: Tensor, temperature: float, generator: torch.Generator
     if temperature > 0:
         noisy = logits.double() / temperature
         noisy = truncate(noisy, top_k, top_p)
-        u = torch.rand(logits.shape, generator=generator, device=logits.device, dtype=torch.float64)
-        cand = (noisy - torch.log(-torch.log(u.clamp_min(1e-300)))).argmax(-1)
+        cand = (noisy + gumbel(logits.shape, generator, logits.device)).argmax(-1)
     else:
         cand = logits.argmax(-1)
     prob = torch.softmax(logits, -1).gather(-1, cand[..., None]).squeeze(-1)

@@ -29,11 +29,11 @@ from typing import ClassVar
 
 import torch
 
-from .base import DecodeState, StepRecord, check_sampling, sample_tokens, topk_mask
+from .base import DecodeState, Rule, StepRecord, check_sampling, sample_tokens, topk_mask
 
 
 @dataclass(frozen=True)
-class DraftEdit:
+class DraftEdit(Rule):
     threshold: float = 0.95            # τ_mask: commit masks with p above it (code default)
     editing_threshold: float = 0.9     # τ_edit: rewrite a filled token when p of another is above it
     max_post_steps: int = 16           # steps a full block may keep editing

@@ -18,10 +18,12 @@ import torch
 from .base import (
     SCORES,
     DecodeState,
+    Rule,
     StepRecord,
     ceil_div,
     check_sampling,
     commit_record,
+    gumbel,
     sample_tokens,
     score_block,
     spread,
@@ -32,7 +34,7 @@ REMASKING = ("low_confidence", "random")
 
 
 @dataclass(frozen=True)
-class LowConfidence:
+class LowConfidence(Rule):
     temperature: float = 0.0            # 0 = greedy; > 0 samples from softmax(logits / T)
     top_k: int | None = None            # sample among the k most likely tokens only (T > 0)
     top_p: float | None = None          # ... or within the top_p probability nucleus (T > 0)
@@ -73,7 +75,6 @@ class LowConfidence:
         # rank on -inf-safe scores: EOS-suppressed positions still commit, just last
         score = torch.nan_to_num(confidence, nan=float("-inf"), neginf=-1e30)
         if self.alg_temp:   # Gumbel-top-k = k draws without replacement from softmax(score / alg_temp)
-            u = torch.rand(score.shape, generator=generator, device=score.device, dtype=torch.float64)
-            score = (score.double() / self.alg_temp - torch.log(-torch.log(u.clamp_min(1e-300)))).float()
+            score = (score.double() / self.alg_temp + gumbel(score.shape, generator, score.device)).float()
         committed = topk_mask(score, masked, k)
         return commit_record(state, candidates, confidence, committed)

@@ -2,9 +2,12 @@
 
 - `Threshold(threshold=0.9)`, Fast-dLLM: always commit the most confident masked position of the
   block, plus every other one whose confidence is >= threshold.
-- `Threshold(factor=1.0)`, Fast-dLLM's dynamic rule: sort confidences c_(1) >= c_(2) >= ... and
-  accept the largest n with c_(r) >= 1 - factor / (r + 1) for every rank 2 <= r <= n (Theorem 1:
-  parallel greedy equals sequential greedy when (n + 1) * eps <= 1, eps = 1 - confidence).
+- `Threshold(threshold=None, factor=1.0)`, Fast-dLLM's dynamic rule as its official code runs it
+  (`get_transfer_index_dynamic`): sort the block's masked confidences c_(1) >= c_(2) >= ... >= c_(m),
+  accept ranks while c_(r) >= 1 - factor / (r + 1) (rank 1 always), and when the first failure
+  is the last rank m, commit it too: the last two masks of a block always go together.
+  `factor_rule="paper"` is the paper's Theorem 1 without that last step (parallel greedy equals
+  sequential greedy when (n + 1) * eps <= 1, eps = 1 - confidence).
 - `EntropyBound(entropy_bound=...)`, the EB-sampler (arXiv 2505.24857, as in transformers'
   EntropyBoundSampler): order masked positions by entropy, accept the longest prefix with
   sum(H_1..k) - max(H_1..k) <= entropy_bound.
@@ -22,7 +25,7 @@ from typing import ClassVar
 
 import torch
 
-from .base import SCORES, DecodeState, StepRecord, check_sampling, commit_record, sample_tokens, score_block, spread
+from .base import SCORES, DecodeState, Rule, StepRecord, check_sampling, commit_record, sample_tokens, score_block, spread
 
 
 def _propose(rule, logits, state, generator):
@@ -53,15 +56,18 @@ def _check_number(name: str, value, low: float, high: float, allowed: str) -> No
         raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
 
+FACTOR_RULES = ("official", "paper")
+
 # the range a threshold on each score can take: p and top-1 - top-2 are in [0, 1]; sum p log p <= 0
 SCORE_RANGE = {"probability": (0.0, 1.0, "in [0, 1]"), "margin": (0.0, 1.0, "in [0, 1]"),
                "neg_entropy": (float("-inf"), 0.0, "<= 0")}
 
 
 @dataclass(frozen=True)
-class Threshold:
+class Threshold(Rule):
     threshold: float | None = 0.9    # τ: commit every masked position with confidence >= τ
     factor: float | None = None      # instead of τ: Fast-dLLM's dynamic rule (1.0 in its evals)
+    factor_rule: str = "official"    # "official": as Fast-dLLM's code; "paper": Theorem 1 alone
     score: str = "probability"       # "probability" | "margin" | "neg_entropy"
     temperature: float = 0.0
     top_k: int | None = None
@@ -78,6 +84,17 @@ class Threshold:
             _check_number("threshold", self.threshold, low, high, f"{allowed} for score={self.score!r}")
         if self.factor is not None:
             _check_number("factor", self.factor, math.ulp(0.0), float("inf"), "a number > 0")
+        if self.factor_rule not in FACTOR_RULES:
+            raise ValueError(f"factor_rule must be one of {FACTOR_RULES}, got {self.factor_rule!r}")
+
+    def _factor_accept(self, sorted_score, rank, n_masked):
+        """(B, L) bool over ranks: c_(r) >= 1 - factor / (r + 1) (r 1-based, rank 1 always),
+        up to the first failure; "official" also takes the last rank when it is the first failure."""
+        passes = (sorted_score >= 1 - self.factor / (rank + 2)) | (rank == 0)
+        n = passes.long().cumprod(-1).sum(-1, keepdim=True)             # (B, 1) ranks accepted
+        if self.factor_rule == "official":
+            n = torch.where(n == n_masked - 1, n_masked, n)
+        return rank < n
 
     def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
         masked, candidates, confidence = _propose(self, logits, state, generator)
@@ -85,16 +102,16 @@ class Threshold:
         n_masked = masked.sum(-1, keepdim=True)                          # (B, 1)
         rank = torch.arange(order.shape[-1], device=order.device)        # 0-based
         if self.factor is None:
-            accept = sorted_score >= self.threshold
-        else:   # c_(r) >= 1 - factor / (r + 1), r 1-based; cumulative: stop at the first failure
-            accept = (sorted_score >= 1 - self.factor / (rank + 2)).cumprod(-1).bool()
-        accept = (accept | (rank == 0)) & (rank < n_masked)             # the best one always commits
+            accept = (sorted_score >= self.threshold) | (rank == 0)      # the best one always commits
+        else:
+            accept = self._factor_accept(sorted_score, rank, n_masked)
+        accept = accept & (rank < n_masked)
         committed = torch.zeros_like(masked).scatter(-1, order, accept) & masked
         return commit_record(state, candidates, confidence, committed)
 
 
 @dataclass(frozen=True)
-class EntropyBound:
+class EntropyBound(Rule):
     entropy_bound: float = 0.1       # γ, in nats: the error the step may add
     temperature: float = 0.0
     top_k: int | None = None

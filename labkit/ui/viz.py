@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..models.handle import Denoiser
+
 KINDS = ("state", "confidence", "commit_step", "edits")
 MASKED, NEW, EARLIER, EDITED, PINNED = 0, 1, 2, 3, 4
 STATE_NAMES = ("masked", "committed now", "committed earlier", "edited now", "pinned")
@@ -120,13 +122,13 @@ def _categories(trace, kind, row) -> tuple[tuple[str, ...], tuple[str, ...]] | N
     return None
 
 
-def _strings(lm, ids) -> list[str]:
+def _strings(lm: Denoiser, ids) -> list[str]:
     """Display strings for ids (masks as the mask glyph, newlines as ↵)."""
     out = lm.token_strings(list(ids))
     return [s.replace("\n", "↵") for s in out]
 
 
-def _cell_text(trace, lm, row, final_only=False, escape=True) -> np.ndarray:
+def _cell_text(trace, lm: Denoiser, row, final_only=False, escape=True) -> np.ndarray:
     """(S, N) or (1, N) object array of token strings at each step (masks as ▢), HTML-escaped
     for plotly unless `escape` is False."""
     toks = _gen(trace.tokens(), trace, row)                       # (S, N)
@@ -194,7 +196,7 @@ def heatmap(trace, lm=None, kind: str = "state", row: int = 0):
     return fig
 
 
-def step_slider(trace, lm, row: int = 0, cols: int = 16):
+def step_slider(trace, lm: Denoiser, row: int = 0, cols: int = 16):
     """plotly Figure with one frame per step and a slider (plus Play/Pause) that works without a
     kernel. Each frame draws the canvas after that step, wrapped `cols` positions per line,
     coloured by state, with the token text in the cells."""
@@ -307,7 +309,7 @@ def _conf_class(c: float) -> str:
     return "lk-g" if c >= 0.7 else "lk-o" if c >= 0.3 else "lk-r"
 
 
-def _rows(trace, lm, row) -> dict:
+def _rows(trace, lm: Denoiser, row) -> dict:
     """One row's generated region as (S, N) numpy arrays, plus raw token strings by id."""
     toks = _gen(trace.tokens(), trace, row)
     uniq = np.unique(toks)
@@ -336,7 +338,7 @@ def _spans(a: dict, s: int, mask_id: int, breaks: bool = True) -> str:
     return "".join(out)
 
 
-def token_grid(trace, lm, step: int | None = None, row: int = 0) -> str:
+def token_grid(trace, lm: Denoiser, step: int | None = None, row: int = 0) -> str:
     """HTML: the canvas after `step` (default: the last). Masks are grey ▢, tokens committed at
     this step are coloured by confidence (red < 0.3, orange < 0.7, green), earlier ones blue,
     edited ones outlined, pinned ones green with an outline; hover a new token for its confidence."""
@@ -348,7 +350,7 @@ def token_grid(trace, lm, step: int | None = None, row: int = 0) -> str:
     return Html(f'{_CSS}<div class="lk-grid">{_spans(_rows(trace, lm, row), step % S, trace.mask_id)}</div>')
 
 
-def token_grid_steps(trace, lm, row: int = 0) -> str:
+def token_grid_steps(trace, lm: Denoiser, row: int = 0) -> str:
     """HTML: every step's canvas, one numbered line per step (newlines shown as ↵ only)."""
     _check(trace, row)
     a, w = _rows(trace, lm, row), len(str(len(trace) - 1))
@@ -366,7 +368,7 @@ def stats_table(stats: dict) -> str:
     return Html(f'{_CSS}<table class="lk-stats">{rows}</table>')
 
 
-def to_html(trace, lm, path, title: str = "labkit generation", row: int = 0,
+def to_html(trace, lm: Denoiser, path, title: str = "labkit generation", row: int = 0,
             stats: dict | None = None) -> Path:
     """Write a standalone HTML report (plotly JS inlined, so it works offline): the step slider,
     the state / confidence (/ edits) heatmaps and the token grid of every step. Returns the Path."""

@@ -18,11 +18,10 @@ import json
 import threading
 import time
 
-import torch
-
 from .. import defaults
 from ..controls import Keywords
 from ..decode import generate
+from ..models.handle import Denoiser
 from ..models.load import EMBEDDED, load
 from ..samplers import registry
 from ..trace import Trace
@@ -31,9 +30,11 @@ from . import viz
 # the rules the sampler menu offers (S and Q mode are buttons: draft_edit with their thresholds)
 SAMPLERS = tuple(n for n in registry.NAMES if n not in registry.PRESETS)
 PRESETS = {"S mode": "speed", "Q mode": "quality"}       # button → registry preset
-KNOBS = ("steps", "temperature", "threshold", "editing_threshold", "factor", "entropy_bound")
+KNOBS = ("steps", "temperature", "top_p", "threshold", "editing_threshold", "factor", "entropy_bound")
 USES = {name: {k for k in KNOBS if k in registry.knobs(name)} | {"temperature"}
         | ({"steps"} if registry.budgeted(name) else set()) for name in registry.NAMES}
+MAX_GEN_LENGTH = 256     # the gen_length slider's end
+PROMPT_ROOM = 16          # context positions the slider leaves for a prompt
 VIEWS = ("state", "confidence", "commit_step", "edits")
 LIVE_EVERY = 0.25         # seconds between token-grid redraws while a run decodes
 _MIME = "application/vnd.plotly.v1+json"
@@ -43,15 +44,14 @@ class Stopped(Exception):
     """Raised inside a run when Stop is pressed; the panel keeps what was decoded so far."""
 
 
-def make_rule(name: str, *, temperature: float = 0.0, threshold: float = 0.9,
-              editing_threshold: float = 0.5, factor: float = 1.0, entropy_bound: float = 0.1):
+def make_rule(name: str, *, temperature: float = 0.0, threshold: float = 0.9, editing_threshold: float = 0.5,
+              factor: float = 1.0, entropy_bound: float = 0.1, top_p: float | None = None):
     """The sampler rule the panel's choices describe: the knobs `name` reads, the rest ignored;
-    at temperature > 0 the lab's nucleus (defaults.TOP_P), as in `labkit generate`."""
+    at temperature > 0 top_p (None: the lab's nucleus, registry.DEFAULT_TOP_P), as in `labkit generate`."""
     given = dict(threshold=threshold, editing_threshold=editing_threshold, factor=factor,
                  entropy_bound=entropy_bound)
     reads = registry.knobs(name)                       # ValueError for an unknown name
-    top_p = defaults.TOP_P if temperature > 0 else None
-    return registry.rule(name, temperature=temperature, top_p=top_p,
+    return registry.rule(name, **registry.sampling(temperature, top_p),
                          **{k: v for k, v in given.items() if k in reads})
 
 
@@ -61,7 +61,7 @@ def preset_knobs(preset: str) -> dict:
     return dict(threshold=rule.threshold, editing_threshold=rule.editing_threshold)
 
 
-def figure_dict(trace, lm, kind: str, row: int = 0) -> dict:
+def figure_dict(trace, lm: Denoiser, kind: str, row: int = 0) -> dict:
     """A heatmap as a plain plotly JSON dict (typed arrays stay base64), plus a step marker shape
     as the last layout shape, so moving the marker is a dict edit, not a rebuild."""
     fig = viz.heatmap(trace, lm, kind, row)
@@ -144,7 +144,7 @@ class _Models:
     """The panel's model menu: the handle it was opened with plus the embedded models, each
     loaded on first use (on the handle's device) and kept."""
 
-    def __init__(self, lm):
+    def __init__(self, lm: Denoiser):
         self.loaded = {lm.name: lm}
         self.names = tuple(dict.fromkeys([lm.name, *EMBEDDED]))
         self.device = lm.device
@@ -168,11 +168,10 @@ class Lab:
     From code: `lab.run()` decodes and returns when done; the buttons (`.click()`) start the same
     run in the background, as the mouse does, and `lab.wait()` waits for it."""
 
-    def __init__(self, lm, prompt: str = "ROMEO:\nBut soft, what light", *, sampler: str | None = None,
+    def __init__(self, lm: Denoiser, prompt: str = "ROMEO:\nBut soft, what light", *, sampler: str | None = None,
                  gen_length: int = 64, block_length: int = 32, steps: int = 64, temperature: float = 0.0,
                  threshold: float = 0.9, editing_threshold: float = 0.5, seed: int = 0, keywords: str = "",
                  views: tuple[str, ...] = VIEWS, run: bool = True, live_every: float = LIVE_EVERY):
-        import ipywidgets as w
         bad = sorted(set(views) - set(VIEWS))
         if bad:
             raise ValueError(f"views must be drawn from {VIEWS}, got {bad}")
@@ -184,37 +183,51 @@ class Lab:
         sampler = choices[0] if sampler is None else sampler     # low_confidence; autoregressive if causal
         if sampler not in choices:
             raise ValueError(f"sampler must be one of {', '.join(choices)} for model {lm.name!r}, got {sampler!r}")
-        sl = dict(continuous_update=False, style={"description_width": "110px"},
-                  layout=w.Layout(width="330px"))
-        self.model = w.Dropdown(options=self.models.names, value=lm.name, description="model", style=sl["style"])
+        self._controls(prompt, choices, sampler, keywords, seed)
+        self._knobs(lm, gen_length, block_length, steps, temperature, threshold, editing_threshold)
+        self._outputs()
+        self._wire()
+        if run:
+            self.run()
+
+    def _controls(self, prompt: str, choices, sampler: str, keywords: str, seed: int) -> None:
+        import ipywidgets as w
+        style = {"description_width": "110px"}
+        self.model = w.Dropdown(options=self.models.names, value=self.lm.name, description="model", style=style)
         self.model_chosen = False       # set when the user picks a model; presets then keep it
         self.prompt = w.Textarea(prompt, description="prompt", layout=w.Layout(width="520px", height="64px"))
-        self.sampler = w.Dropdown(options=choices, value=sampler, description="sampler", style=sl["style"])
+        self.sampler = w.Dropdown(options=choices, value=sampler, description="sampler", style=style)
         self.presets = {label: w.Button(description=label, tooltip=f"{name}: DraftEdit {preset_knobs(name)}")
                         for label, name in PRESETS.items()}
-        longest = min(256, lm.max_length - 16) if lm.max_length else 256      # leave room for a prompt
+        self.keywords = w.Text(keywords, description="keywords", placeholder="crown, night, sword",
+                               style=style, layout=w.Layout(width="340px"))
+        self.seed = w.IntText(seed, description="seed", style=style, layout=w.Layout(width="220px"))
+        self.generate_button = w.Button(description="Generate", button_style="primary", icon="play")
+        self.progress = w.HTML()
+
+    def _knobs(self, lm: Denoiser, gen_length, block_length, steps, temperature, threshold, editing_threshold) -> None:
+        import ipywidgets as w
+        sl = dict(continuous_update=False, style={"description_width": "110px"}, layout=w.Layout(width="330px"))
+        longest = min(MAX_GEN_LENGTH, lm.max_length - PROMPT_ROOM) if lm.max_length else MAX_GEN_LENGTH
         self.gen_length = w.IntSlider(gen_length, min=8, max=max(8, longest), step=8,
                                       description="gen_length", **sl)
         self.block_length = w.IntSlider(block_length, min=4, max=128, step=4, description="block_length", **sl)
         self.steps = w.IntSlider(steps, min=1, max=256, description="steps", **sl)
         self.temperature = w.FloatSlider(temperature, min=0.0, max=2.0, step=0.05, description="temperature", **sl)
+        self.top_p = w.FloatSlider(registry.DEFAULT_TOP_P, min=0.05, max=1.0, step=0.05, description="top_p",
+                                   description_tooltip="the nucleus sampled from at temperature > 0 "
+                                                       f"(lab default {registry.DEFAULT_TOP_P})", **sl)
         self.threshold = w.FloatSlider(threshold, min=0.05, max=1.0, step=0.05, description="threshold", **sl)
         self.editing_threshold = w.FloatSlider(editing_threshold, min=0.0, max=1.0, step=0.05,
                                                description="editing_threshold", **sl)
         self.factor = w.FloatSlider(1.0, min=0.1, max=4.0, step=0.1, description="factor", **sl)
         self.entropy_bound = w.FloatSlider(0.1, min=0.01, max=2.0, step=0.01, description="entropy_bound", **sl)
-        self.keywords = w.Text(keywords, description="keywords", placeholder="crown, night, sword",
-                               style=sl["style"], layout=w.Layout(width="340px"))
-        self.seed = w.IntText(seed, description="seed", style=sl["style"], layout=w.Layout(width="220px"))
-        self.generate_button = w.Button(description="Generate", button_style="primary", icon="play")
-        self.progress = w.HTML()
-        self.scrubber = _Scrubber(self.show_step)
-        self.grid = w.HTML()
-        self.stats = w.HTML()
-        self.message = w.HTML()
-        self.note = w.HTML()
-        self.heatmaps = w.Output()
 
+    def _outputs(self) -> None:
+        import ipywidgets as w
+        self.scrubber = _Scrubber(self.show_step)
+        self.grid, self.stats, self.message, self.note = w.HTML(), w.HTML(), w.HTML(), w.HTML()
+        self.heatmaps = w.Output()
         self.out = None                 # the last finished Output (ids, texts, trace, stats)
         self.trace = None               # the trace on screen: the last run, finished or stopped
         self.figures: dict[str, dict] = {}
@@ -228,6 +241,8 @@ class Lab:
         self._thread: threading.Thread | None = None
         self._switching = False
 
+    def _wire(self) -> None:
+        import ipywidgets as w
         self.generate_button.on_click(lambda _: self._press())
         for label, button in self.presets.items():
             button.on_click(lambda _, label=label: self.start(lambda: self.apply_preset(label)))
@@ -235,7 +250,7 @@ class Lab:
         self.temperature.observe(lambda _: self._enable(), names="value")
         self.model.observe(self._model_changed, names="value")
         self._enable()
-        knobs = [self.gen_length, self.block_length, self.steps, self.temperature, self.threshold,
+        knobs = [self.gen_length, self.block_length, self.steps, self.temperature, self.top_p, self.threshold,
                  self.editing_threshold, self.factor, self.entropy_bound]
         self.widget = w.VBox([
             w.HBox([self.model, self.prompt]),
@@ -244,19 +259,18 @@ class Lab:
             w.HBox([self.keywords, self.seed, self.generate_button, self.progress]),
             self.message, self.note, self.scrubber.box, self.grid, self.stats, self.heatmaps,
         ])
-        if run:
-            self.run()
 
     # --- choices ---------------------------------------------------------------------------
     @staticmethod
-    def _sampler_choices(lm) -> tuple[str, ...]:
+    def _sampler_choices(lm: Denoiser) -> tuple[str, ...]:
         """A causal model decodes left to right only; a masked one takes every diffusion rule."""
-        return ("autoregressive",) if lm.kind == "causal" else tuple(n for n in SAMPLERS if n != "autoregressive")
+        return tuple(n for n in registry.names_for(lm.kind) if n in SAMPLERS)
 
     def _enable(self) -> None:
         uses = USES[self.sampler.value]
         for knob in KNOBS:
             getattr(self, knob).disabled = knob not in uses
+        self.top_p.disabled = self.temperature.value == 0             # greedy: no nucleus
         random_draws = self.temperature.value > 0 or self.sampler.value == "random"
         self.seed.disabled = not random_draws
         self.seed.description_tooltip = ("" if random_draws else
@@ -295,7 +309,7 @@ class Lab:
 
     # --- settings --------------------------------------------------------------------------
     def rule(self):
-        return make_rule(self.sampler.value, temperature=self.temperature.value,
+        return make_rule(self.sampler.value, temperature=self.temperature.value, top_p=self.top_p.value,
                          threshold=self.threshold.value, editing_threshold=self.editing_threshold.value,
                          factor=self.factor.value, entropy_bound=self.entropy_bound.value)
 
@@ -424,8 +438,8 @@ class Lab:
             self.error = _report(self.message, str(e))
             return None
         self.redraws = 0
-        trace = Trace(prompt_len=0, mask_id=lm.mask_id, init=torch.empty(0, 0, dtype=torch.long))
-        budget = _step_budget(rule_name, settings, getattr(rule, "max_post_steps", 0))
+        started: list[Trace] = []           # the run's trace, handed over before its first step
+        budget = _step_budget(rule_name, settings, rule.max_post_steps)
         start = time.perf_counter()
         next_grid, next_heat = [start + (self.live_every or 0)], [start + 4 * (self.live_every or 0)]
 
@@ -437,7 +451,7 @@ class Lab:
             if self.live_every is None or now < next_grid[0]:
                 return
             heat = now >= next_heat[0]
-            self._draw_live(trace, heat)
+            self._draw_live(started[0], heat)
             self.redraws += 1
             next_grid[0] = now + self.live_every
             if heat:       # the heatmap costs ~50 ms: at most every 4 grid redraws and 5% of the time
@@ -445,8 +459,8 @@ class Lab:
                 next_heat[0] = now + (max(4 * self.live_every, 20 * cost) if self.live_every else 0.0)
 
         try:
-            out = generate(lm, self.prompt.value, rule, controls=controls, on_step=on_step, trace=trace,
-                           **settings)
+            out = generate(lm, self.prompt.value, rule, controls=controls, on_start=started.append,
+                           on_step=on_step, **settings)
         except ValueError as e:
             self.error = _report(self.message, str(e))
             return None
@@ -454,9 +468,9 @@ class Lab:
             out = None
         self.error = _report(self.message, "")
         if out is None:                     # stopped
+            trace = started[0]
             if not len(trace):
                 return None
-            trace.meta.update(sampler=repr(rule), **{k: settings[k] for k in ("gen_length", "block_length")})
             self.notice = _notice(self.note, f"stopped after {len(trace)} steps; Generate decodes again")
             self.stats.value = viz.stats_table({"model": lm.name, "sampler": repr(rule), "NFE": len(trace),
                                                 "stopped": "yes"})
@@ -520,14 +534,13 @@ class Compare:
     moves both; a run that finished earlier stays on its last step. `left` / `right` are rule
     names (labkit.samplers.registry.NAMES, "speed" and "quality" included)."""
 
-    def __init__(self, lm, prompt: str = "ROMEO:\nBut soft, what light", *, left: str = "low_confidence",
+    def __init__(self, lm: Denoiser, prompt: str = "ROMEO:\nBut soft, what light", *, left: str = "low_confidence",
                  right: str = "speed", gen_length: int = 64, block_length: int = 32, steps: int = 64,
                  seed: int = 0, left_knobs: dict | None = None, right_knobs: dict | None = None,
                  run: bool = True):
         import ipywidgets as w
         self.lm = lm
-        choices = ("autoregressive",) if lm.kind == "causal" else tuple(n for n in registry.NAMES
-                                                                         if n != "autoregressive")
+        choices = registry.names_for(lm.kind)
         for side, name in (("left", left), ("right", right)):
             if name not in choices:
                 raise ValueError(f"{side} must be one of {', '.join(choices)} for model {lm.name!r}, got {name!r}")
@@ -557,9 +570,8 @@ class Compare:
     def _rule(self, side: str):
         name = getattr(self, side).value
         knobs = {k: v for k, v in self.knobs[side].items() if k in registry.knobs(name)}
-        if knobs.get("temperature", 0) > 0 and "top_p" not in knobs:
-            knobs["top_p"] = defaults.TOP_P              # the lab's nucleus, as in the panel and the CLI
-        return registry.rule(name, **knobs)
+        sampling = registry.sampling(knobs.pop("temperature", 0.0), knobs.pop("top_p", None))
+        return registry.rule(name, **sampling, **knobs)
 
     def run(self):
         try:

@@ -1,0 +1,223 @@
+"""`labkit bench WHAT`: each benchmark prints a table (or one JSON object) and writes its JSON."""
+from __future__ import annotations
+
+import json
+
+from .common import load_model, model_args, progress_log, report, save
+
+
+def add_parser(sub) -> None:
+    b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
+    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead", "batch", "length", "cache"],
+                   help="samplers: the speed-quality table; panel: the lab panel's regenerate latency; "
+                        "controls: keyword hit rates, infill and re-noise; overhead: labkit's cost around "
+                        "the forward passes; batch: batch-size sweep; length: AR vs diffusion over answer length; "
+                        "cache: prefix / dual KV cache speedup and identical outputs")
+    model_args(b)
+    b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
+                   "(e.g. tiny-cap)")
+    b.add_argument("--ar-model", default="tiny-ar", help="causal model for gen-PPL and the AR row")
+    b.add_argument("--prompts", type=int, default=96,
+                   help="samplers: held-out prompts (default 96; with 32, gaps of 3%% in gen-PPL are within noise)")
+    b.add_argument("--gen-length", type=int, default=None,
+                   help="answer length (samplers: default 128, block 32; controls: default 64)")
+    b.add_argument("--only", nargs="*", help="run only these sampler names")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--out", default="benchmarks/results", help="folder for samplers.json and the plot")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.add_argument("--quiet", action="store_true", help="no per-sampler progress lines")
+    b.add_argument("--repeats", type=int, default=None, help="panel, overhead, cache, length: runs to time "
+                   "(default 5; length: 3)")
+    b.add_argument("--keywords", action="append", metavar="A,B,C",
+                   help="controls: a keyword set to test instead of the built-in triples (repeatable)")
+    b.add_argument("--sizes", type=int, nargs="*", help="batch: batch sizes (default 1 4 8 16; on a GPU "
+                   "it goes on doubling until memory runs out)")
+    b.add_argument("--lengths", type=int, nargs="*", help="length: answer lengths (default 32 64 128 256 512)")
+    b.add_argument("--no-extend", action="store_true", help="length: skip lengths past the models' context "
+                   "instead of running them on stretched-position copies (speed only)")
+    b.add_argument("--rounds", type=int, default=2, help="panel: rounds over the thread settings (default 2)")
+    b.add_argument("--triples", type=int, default=30, help="controls: built-in keyword triples (default 30)")
+    b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
+    b.add_argument("--methods", nargs="*", help="controls: keyword methods to compare, the first one "
+                   "reported at the top (default: place boost boost_only)")
+    b.set_defaults(fn=run)
+
+
+def run(a) -> int:
+    if a.repeats is not None and a.repeats < 1:
+        raise ValueError(f"--repeats must be a positive integer, got {a.repeats}")
+    if a.what != "length":
+        a.repeats = a.repeats or 5
+    return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead,
+            "batch": _bench_sweeps, "length": _bench_sweeps, "cache": _bench_cache}.get(a.what, _bench_samplers)(a)
+
+
+def _bench_cache(a) -> int:
+    from ..bench.speed import bench_cache
+    from ..models.load import load
+
+    r = bench_cache(load_model(a), load(a.ar_model, device=a.device), repeats=a.repeats, gen_length=a.gen_length or 128)
+
+    def table(r):
+        print(f"== KV cache, {r['model']} on {r['device']}, {r['prompts']} long held-out prompts "
+              f"({min(r['prompt_tokens'])}-{max(r['prompt_tokens'])} tokens), one batch, greedy, block 32, "
+              f"median of {a.repeats} interleaved runs")
+        print(f"{'rule':<16}{'cache':<8}{'seconds':>9}{'speedup':>9}{'identical':>11}{'gen-PPL':>9}")
+        for rule, rows in r["rules"].items():
+            for k, v in rows.items():
+                print(f"{rule:<16}{k:<8}{v['seconds']:>9.3f}{v['speedup']:>9.2f}{v['identical']:>11.3f}"
+                      f"{v['gen_ppl']:>9.2f}")
+    return report(a, "cache.json", r, table)
+
+
+def _bench_sweeps(a) -> int:
+    """batch: the batch sweep; length: the AR-vs-diffusion length study. JSON + a plot each."""
+    from ..bench.speed import LENGTH_RUNS, bench_batch, bench_length, sweep_figure
+    from ..models.load import load
+
+    lm = load_model(a)
+    log = progress_log(a)
+    if a.what == "batch":
+        r = bench_batch(lm, sizes=a.sizes or (1, 4, 8, 16), gen_length=a.gen_length or 64, log=log)
+        fig = sweep_figure(batch=r)
+    else:
+        given = {k: v for k, v in (("lengths", a.lengths), ("repeats", a.repeats)) if v}   # else bench_length's defaults
+        r = bench_length(lm, load(a.ar_model, device=a.device), extend_context=not a.no_extend, log=log, **given)
+        fig = sweep_figure(length=r)
+    out = save(a, f"{a.what}.json", r)
+    fig.savefig(out / f"{a.what}.png", dpi=110)
+    if a.json:
+        print(json.dumps(r))
+        return 0
+    if a.what == "batch":
+        print(f"== batch sweep, {r['model']} on {r['device']}, {r['gen_length']} tokens, one token per step")
+        print(f"{'batch':>6}{'ms/step':>10}{'tokens/s':>10}{'peak MiB':>10}")
+        for row in r["rows"]:
+            print(f"{row['batch']:>6}{row['ms_per_step']:>10.1f}{row['tokens_per_s']:>10.0f}"
+                  f"{row['peak_bytes'] / 2**20:>10.0f}")
+        if r["stopped"]:
+            print(r["stopped"])
+    else:
+        print(f"== AR ({r['ar_model']}) vs diffusion ({r['model']}: {r['fixed_steps']} fixed steps, "
+              f"threshold {r['threshold']}), 4 blocks per answer")
+        print("NFE / seconds per answer; cached = KV cache (AR: exact; diffusion: dual cache)")
+        print(f"{'length':>7}" + "".join(f"{n:>16}" for n in ("ar", "ar cached", "diff fixed", "diff thr", "diff thr cached")))
+        for row in r["rows"]:
+            print(f"{row['length']:>7}" + "".join(f"{row[n]['nfe']:>8} {row[n]['seconds']:>7.2f}" for n in LENGTH_RUNS)
+                  + ("  (beyond the trained context: speed only)" if row["beyond_context"] else ""))
+        if r["skipped"]:
+            print(f"skipped: {r['skipped']}")
+    print(f"written: {out / (a.what + '.json')}, {out / (a.what + '.png')}")
+    return 0
+
+
+def _bench_overhead(a) -> int:
+    from ..bench.speed import bench_overhead
+
+    def table(r):
+        print(f"== labkit overhead, {r['model']} on {r['device']}, gen_length {r['gen_length']}, {r['nfe']} "
+              f"forward passes, median of {r['repeats']} interleaved runs")
+        print(f"generate() {r['full_s']:.3f} s | stream() without trace {r['no_trace_s']:.3f} s | "
+              f"bare forwards {r['bare_forward_s']:.3f} s")
+        print(f"labkit_overhead_ratio {r['labkit_overhead_ratio']:.3f} ({100 * r['overhead_share']:.1f}% of the "
+              f"wall time outside the model; target <= 5%) | trace_overhead_ratio {r['trace_overhead_ratio']:.3f} "
+              f"(target <= 1.10)")
+    return report(a, "overhead.json", bench_overhead(load_model(a), repeats=a.repeats, gen_length=a.gen_length or 128),
+                  table)
+
+
+def _bench_controls(a) -> int:
+    from pathlib import Path
+
+    from ..bench.controls import bench_edit, bench_keywords, keyword_triples, parse_keywords
+    from ..models.load import load
+
+    lm, ar = load_model(a), load(a.ar_model, device=a.device)
+    a.gen_length = a.gen_length or 64
+    triples = parse_keywords(a.keywords) if a.keywords else keyword_triples(a.triples, seed=a.seed)
+    methods = a.methods or ["place", "boost", "boost_only"]
+    runs, free = {}, None
+    for m in methods:
+        runs[m] = bench_keywords(lm, ar, triples, method=m, samples=a.samples, gen_length=a.gen_length,
+                                 seed=a.seed, unconstrained=free)
+        free = runs[m]["unconstrained"]
+    main = runs[methods[0]]
+    result = {k: main[k] for k in ("method", "triples", "samples", "hit_at_least_2", "hit_all_3",
+                                   "gen_ppl", "gen_ppl_unconstrained", "gen_ppl_ratio")}
+    result["methods"] = {m: {k: v for k, v in r.items() if k not in ("texts", "unconstrained")}
+                         for m, r in runs.items()}
+    result["examples"] = [{"keywords": list(t), "text": x} for t, x in zip(triples, main["texts"][::a.samples])][:4]
+    if not a.keywords:
+        result.update(bench_edit(lm, ar, seed=a.seed))
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not a.keywords:          # the committed results are the built-in set's
+        (out / "controls.json").write_text(json.dumps(result, indent=1))
+    if a.json:
+        print(json.dumps(result))
+        return 0
+    print(f"== keyword control, {a.model}, {len(triples)} triples x {a.samples} samples, gen_length "
+          f"{a.gen_length}, low-confidence T=1.0 top-p 0.9 (targets: >=2 of 3 95%, all 3 85%, gen-PPL <= 1.5x)")
+    print(f"{'method':<12}{'>=2 of 3':>10}{'all 3':>8}{'gen-PPL':>9}{'free PPL':>10}{'ratio':>7}{'seconds':>9}")
+    for m, r in result["methods"].items():
+        print(f"{m:<12}{r['hit_at_least_2']:>10.3f}{r['hit_all_3']:>8.3f}{r['gen_ppl']:>9.2f}"
+              f"{r['gen_ppl_unconstrained']:>10.2f}{r['gen_ppl_ratio']:>7.2f}{r['seconds']:>9.1f}")
+    for name in ("infill", "renoise"):
+        if name in result:
+            r = result[name]
+            print(f"{name:<12} kept byte-identical {r['kept_identical']:.3f} of {r['samples']}, gen-PPL "
+                  f"{r['gen_ppl']:.2f} (original lines {r['gen_ppl_original']:.2f})")
+    if not a.keywords:
+        print(f"written: {out / 'controls.json'}")
+    return 0
+
+
+def _bench_panel(a) -> int:
+    """Generate → every view re-rendered, on the lab panel: 64 tokens, 64 steps, greedy; each
+    thread setting quiet and next to a busy neighbour process; live drawing on and off; S mode."""
+    from ..bench.panel import bench_panel
+
+    def table(r):
+        print(f"== lab panel, {r['model']}, 64 tokens in 64 steps, greedy, {r['rounds']} rounds of {r['repeats']} "
+              f"presses per setting, {r['cores']} cores (target: generate <= 1.5 s)")
+        print(f"{'threads':<30}{'neighbour':>10}{'n':>3}{'median s':>10}{'per round':>16}{'slowest s':>11}"
+              f"{'first press s':>15}")
+        for row in r["summary"]:
+            rounds = "/".join(f"{x:.2f}" for x in row["per_round"])
+            print(f"{row['candidate']:<30}{'busy' if row['neighbour'] else '-':>10}{row['threads']:>3}"
+                  f"{row['generate_median_s']:>10.3f}{rounds:>16}{row['generate_max_s']:>11.3f}"
+                  f"{row['first_press_max_s']:>15.3f}")
+        lv, sm = r["live"], r["s_mode"]
+        print(f"live drawing: {lv['on']['generate_median_s']:.3f} s with ({lv['on']['live_redraws_median']:.0f} "
+              f"redraws) against {lv['off']['generate_median_s']:.3f} s without: x{lv['cost_ratio']:.3f}")
+        print(f"S mode on {sm['model']}: generate {sm['generate_median_s']:.3f} s, {sm['steps']} steps; "
+              f"scrub {1000 * sm['scrub_median_s']:.1f} ms per step move")
+    r = bench_panel(a.model, repeats=a.repeats, rounds=a.rounds, log=progress_log(a))
+    return report(a, "panel.json", r, table)
+
+
+def _bench_samplers(a) -> int:
+    from ..bench.samplers import bench_samplers, frontier_figure, table
+    from ..models.load import load
+
+    lm, ar = load_model(a), load(a.ar_model, device=a.device)
+    log = progress_log(a)
+    a.gen_length = a.gen_length or 128
+    kw = dict(n_prompts=a.prompts, names=a.only or None, seed=a.seed, log=log, gen_length=a.gen_length)
+    results = bench_samplers(lm, ar, **kw)
+    runs = {a.model: results}
+    if a.cap_model:
+        cap = bench_samplers(load(a.cap_model, device=a.device), ar, with_ar=False, **kw)
+        results = {**results, "cap": cap}
+        runs[a.cap_model] = cap
+    out = save(a, "samplers.json", results)
+    fig = frontier_figure(runs)
+    fig.savefig(out / "samplers_frontier.png", dpi=120)
+    if a.json:
+        print(json.dumps(results))
+    else:
+        for model, res in runs.items():
+            print(table(res, title=f"== {model} ({a.prompts} held-out prompts, gen_length {a.gen_length}, "
+                                   f"block 32, greedy, batch 1)"))
+        print(f"written: {out / 'samplers.json'}, {out / 'samplers_frontier.png'}")
+    return 0

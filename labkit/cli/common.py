@@ -1,0 +1,75 @@
+"""What the `labkit` subcommands share: model flags, loading, notes, output files."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def note(text: str) -> None:
+    print(f"labkit: note: {text}", file=sys.stderr)
+
+
+def output_file(value: str | None, flag: str, suffix: str):
+    """The file an output flag names: its folder must exist and it must not be a folder. A
+    name without the suffix gets it (the file written is the one reported)."""
+    from pathlib import Path
+
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if path.is_dir() or value.endswith(("/", "\\")):
+        raise ValueError(f"{flag} takes a file name, got the folder {value!r} (e.g. {flag} {value.rstrip('/')}/run{suffix})")
+    if not path.parent.is_dir():
+        raise ValueError(f"{flag}: folder {str(path.parent)!r} does not exist; create it first")
+    return path if path.suffix.lower() == suffix else path.with_name(path.name + suffix)
+
+
+def save(a, name: str, result):
+    """Write `result` as JSON to a.out / name (creating the folder); return the folder."""
+    from pathlib import Path
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text(json.dumps(result, indent=1))
+    return out
+
+
+def report(a, name: str, result: dict, print_table) -> int:
+    """Save `result` as a.out / name; print it as one JSON object with --json, else as a table."""
+    out = save(a, name, result)
+    if a.json:
+        print(json.dumps(result))
+    else:
+        print_table(result)
+        print(f"written: {out / name}")
+    return 0
+
+
+def progress_log(a):
+    """A progress printer to stderr, or None with --quiet."""
+    return (lambda m: print(m, file=sys.stderr)) if not a.quiet else None
+
+
+def load_model(a):
+    import torch
+
+    from ..models.load import load
+    dtype = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[a.dtype]
+    return load(a.model, device=a.device, dtype=dtype, trust_remote_code=a.trust_remote_code)
+
+
+class Given(argparse.Action):
+    """Store the value and remember that the flag was given (a default cannot tell)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"{self.dest}_given", True)
+
+
+def model_args(p: argparse.ArgumentParser, default: str | None = "tiny", help_default: str = "tiny") -> None:
+    p.add_argument("--model", default=default, help=f"'tiny', 'tiny-cap', 'tiny-ar', a model folder, or a "
+                   f"hub id (default: {help_default})")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default: cpu)")
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA / Dream hub models")
