@@ -68,12 +68,42 @@ def ev_windows(lm):
     return torch.tensor(ids[:n * 128]).view(n, 128)
 
 
+def spy_on_generate(monkeypatch) -> list:
+    """(model name, rule) of every decode.generate call the CLI makes; the runs still happen."""
+    import labkit.decode
+    real, calls = labkit.decode.generate, []
+
+    def spy(lm, prompt, sampler=None, **kw):
+        calls.append((lm.name, sampler))
+        return real(lm, prompt, sampler, **kw)
+    monkeypatch.setattr(labkit.decode, "generate", spy)
+    return calls
+
+
+def expected_rule(name):
+    """The rule each --sampler name must build, written out from the classes (not the registry)."""
+    import labkit as lk
+    return {"threshold": lk.Threshold(), "speed": lk.DraftEdit.speed(), "quality": lk.DraftEdit.quality(),
+            "entropy_bound": lk.EntropyBound(), "autoregressive": lk.Autoregressive()}[name]
+
+
 @pytest.mark.parametrize("sampler", ["threshold", "speed", "quality", "entropy_bound", "autoregressive"])
-def test_generate_with_each_sampler(sampler, capsys):
+def test_generate_with_each_sampler(sampler, capsys, monkeypatch, tmp_path):
+    import labkit as lk
+    calls = spy_on_generate(monkeypatch)
     assert main(["generate", "--sampler", sampler, "--gen-length", "32", "--temperature", "0",
-                 "--eos-early-stop", "ROMEO:"]) == 0
+                 "--eos-early-stop", "--trace", str(tmp_path / "t.npz"), "ROMEO:"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("ROMEO:\n") and "NFE" in err
+    [(model, rule)] = calls
+    assert rule == expected_rule(sampler)                       # the rule built, every field
+    assert lk.Trace.load(tmp_path / "t.npz").meta["sampler"] == repr(rule)    # and the one the run recorded
+    assert model == ("tiny-cap" if sampler in ("speed", "quality") else "tiny")
+    if sampler in ("speed", "quality"):                         # S and Q mode are told apart by their thresholds
+        other = lk.DraftEdit.quality() if sampler == "speed" else lk.DraftEdit.speed()
+        assert (rule.threshold, rule.editing_threshold) != (other.threshold, other.editing_threshold)
+    if sampler == "speed":
+        assert (rule.threshold, rule.editing_threshold) == (0.5, 0.0)      # the LLaDA2.1 card's S mode
 
 
 def test_generate_on_the_causal_twin_defaults_to_left_to_right(capsys):
@@ -210,16 +240,20 @@ def test_cuda_without_cuda_is_one_line(capsys, monkeypatch):
     assert "device 'cuda' is not available" in err and err.count("\n") == 1
 
 
-def test_s_mode_runs_on_the_parallel_model_by_default(capsys):
+def test_s_mode_runs_on_the_parallel_model_by_default(capsys, monkeypatch):
+    calls = spy_on_generate(monkeypatch)
     assert main(["generate", "--sampler", "speed", "--temperature", "0", "ROMEO:"]) == 0
+    assert calls == [("tiny-cap", expected_rule("speed"))]
     err = capsys.readouterr().err
     assert "speed mode runs on tiny-cap" in err
     tpf = float(err.split("TPF ")[1].split()[0])
     assert tpf > 2 and "not confident enough" not in err
 
 
-def test_s_mode_on_a_chosen_model_says_when_it_cannot_parallelise(capsys):
+def test_s_mode_on_a_chosen_model_says_when_it_cannot_parallelise(capsys, monkeypatch):
+    calls = spy_on_generate(monkeypatch)
     assert main(["generate", "--model", "tiny", "--sampler", "speed", "--temperature", "0", "ROMEO:"]) == 0
+    assert calls == [("tiny", expected_rule("speed"))]
     err = capsys.readouterr().err
     assert "runs on tiny-cap" not in err and "not confident enough to decode in parallel" in err
 

@@ -1,4 +1,6 @@
 """Loop invariants: the one decoding loop on a small random model."""
+import dataclasses
+
 import pytest
 import torch
 
@@ -62,9 +64,45 @@ def test_seeded_run_repeats_exactly(toy):
     assert not torch.equal(a.trace.tokens(), c.trace.tokens())
 
 
-def test_stream_yields_the_same_records_as_generate(toy, out):
-    recs = list(lk.stream(toy, "ROMEO:\n", lk.LowConfidence(), **KW))
-    assert len(recs) == len(out.trace)
+FIELDS = ("step", "block", "tokens", "candidates", "confidence", "committed", "edited", "active", "pinned")
+
+
+def assert_same_record(a, b, where=""):
+    """Every field of two StepRecords equal (confidence: nan at the same places, equal to the bit
+    elsewhere); `seconds` is wall time and is left out."""
+    for name in FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+            torch.testing.assert_close(x, y, rtol=0, atol=0, equal_nan=True, msg=lambda m, name=name: f"{where} {name}: {m}")
+        else:
+            assert x == y, f"{where} {name}: {x!r} != {y!r}"
+
+
+def as_stored(rec):
+    """A record in the trace's compact dtypes (int32 ids, float16 confidence), as Trace.append keeps it."""
+    return dataclasses.replace(rec, tokens=rec.tokens.int(), candidates=rec.candidates.int(),
+                               confidence=rec.confidence.half())
+
+
+@pytest.mark.parametrize("controls", [(), (lk.Pin(2, " the"),)], ids=["plain", "pinned"])
+def test_stream_yields_the_same_records_as_generate(toy, controls):
+    """Field by field: what stream() yields, what generate() hands on_step, and what its trace keeps."""
+    kw = dict(KW, controls=controls)
+    recs = list(lk.stream(toy, ["ROMEO:\n", "KING:\n"], lk.LowConfidence(temperature=1.0), seed=3, **kw))
+    seen = []
+    out = lk.generate(toy, ["ROMEO:\n", "KING:\n"], lk.LowConfidence(temperature=1.0), seed=3, on_step=seen.append,
+                      **kw)
+    n = len(recs)
+    # 16 steps per block; with a pin block 0 has 15 masks, LLaDA's schedule commits them in 15 steps
+    assert n == len(seen) == len(out.trace) and n == KW["steps"] - len(controls)
+    assert [r.step for r in recs] == list(range(n))
+    assert [r.block for r in recs] == sorted(r.block for r in recs) and {r.block for r in recs} == {0, 1}
+    assert all(r.active is not None and r.active.all() for r in recs)
+    assert all((r.pinned is not None) == bool(controls) for r in recs)
+    assert any(r.confidence.isnan().any() for r in recs) and any((~r.confidence.isnan()).any() for r in recs)
+    for i, (a, b, c) in enumerate(zip(recs, seen, out.trace)):
+        assert_same_record(a, b, f"step {i}")
+        assert_same_record(as_stored(a), c, f"step {i} (trace)")
     assert torch.equal(recs[-1].tokens.int(), out.trace.final)
 
 

@@ -21,6 +21,7 @@ RULES = {
 class Scripted:
     """A stand-in model whose logits are a function of the canvas: logits_fn(x) → (B, L, V)."""
     kind, name, mask_id, pad_id, eos_id, eot_id, max_length = "masked", "scripted", 2, 0, 1, None, 256
+    begin_block = None                      # keeps nothing between steps (labkit.models.handle.Denoiser)
     device = torch.device("cpu")
 
     def __init__(self, logits_fn):
@@ -62,15 +63,61 @@ def test_every_rule_fills_the_canvas_and_keeps_the_prompt(toy, name):
 
 
 def test_draft_edit_blocks_stop_after_convergence_or_the_post_budget(toy):
-    rule = lk.DraftEdit.speed(threshold=0.01)               # toy confidences are tiny: M2T is 1/step
+    rule = lk.DraftEdit.speed(threshold=0.01)               # toy confidences are ~1e-3: M2T is 1/step
     recs = list(lk.stream(toy, "ROMEO:\n", rule, **KW))
+    assert [r.block for r in recs] == sorted(r.block for r in recs) and {r.block for r in recs} == {0, 1}
     for block in (0, 1):
-        n = sum(r.block == block for r in recs)
-        assert KW["block_length"] // 16 <= n <= KW["block_length"] + rule.max_post_steps
-        post = [r for r in recs if r.block == block and not r.committed.any()]
-        # a post step that changed nothing ends the block: it must be the block's last step
+        mine = [r for r in recs if r.block == block]
+        # below the threshold everywhere, the fallback commits exactly 1 mask per step: 16 draft steps
+        # for the block's 16 masks, each committing one token, before any post step
+        draft = [int(r.committed.sum()) for r in mine[:16]]
+        assert draft == [1] * 16
+        post = mine[16:]
+        assert not any(r.committed.any() for r in post)
+        # a full block takes at least 1 post step (it has not converged yet) and at most 16 (S mode's budget)
+        assert 1 <= len(post) <= 16
+        # a post step that changed nothing ends the block: it must be the block's last step; without
+        # one, the block ran out of post steps
         quiet = [i for i, r in enumerate(post) if not r.edited.any()]
-        assert quiet in ([], [len(post) - 1])
+        if len(post) < 16:
+            assert quiet == [len(post) - 1]
+        else:
+            assert quiet in ([], [15])
+
+
+def sure_of_5(x):
+    """Sure (p ~ 0.9993) of token 5 everywhere: a block drafts in one step, then nothing changes."""
+    logits = torch.zeros(*x.shape, 16)
+    logits[..., 5] = 10.0
+    return logits
+
+
+def flip_5_6(x):
+    """Sure of 5 at a mask or a 6 and of 6 at a 5: every written token wants rewriting, forever."""
+    logits = torch.zeros(*x.shape, 16)
+    logits.scatter_(-1, torch.where(x == 5, 6, 5)[..., None], 10.0)
+    return logits
+
+
+@pytest.mark.parametrize("fn, max_post, per_block, edits, final", [
+    (sure_of_5, 16, 2, [0, 0], 5),          # draft 16 at once; 1 quiet post step: converged
+    (flip_5_6, 3, 4, [0, 16, 16, 16], 6),   # draft; 3 post steps rewriting all 16 (5→6→5→6): budget spent
+    (flip_5_6, 0, 1, [0], 5),               # no post steps at all: the block ends when it is full
+    (flip_5_6, 5, 6, [0] + [16] * 5, 6),    # 5 flips: an odd count ends on 6
+], ids=["converges", "post_budget_3", "post_budget_0", "post_budget_5"])
+def test_draft_edit_block_lengths_by_hand(fn, max_post, per_block, edits, final):
+    """Block lengths worked out by hand: 1 draft step (every p ~ 0.9993 > 0.5 commits the whole block)
+    plus the post steps until a quiet one (converged) or until max_post_steps were taken."""
+    P = 4
+    rule = lk.DraftEdit.speed(max_post_steps=max_post)
+    out = lk.generate(Scripted(fn), "ab:\n", rule, **KW)
+    recs = out.trace.records
+    assert [r.block for r in recs] == [0] * per_block + [1] * per_block
+    for block in (0, 1):
+        mine = [r for r in recs if r.block == block]
+        assert [int(r.committed.sum()) for r in mine] == [16] + [0] * (per_block - 1)
+        assert [int(r.edited.sum()) for r in mine] == edits
+    assert out.ids[0, P:].tolist() == [final] * KW["gen_length"]
 
 
 def test_edits_never_touch_prompt_or_masks(tiny):

@@ -244,7 +244,29 @@ def test_block_edges_drawn():
     t = build(meta={"block_length": 2})
     fig = viz.heatmap(t)
     assert [s.x0 for s in fig.layout.shapes] == [1.5]
-    assert not math.isnan(viz._state(t, 0)[0, 0])
+    z = np.asarray(fig.data[0].z)
+    assert z.dtype == np.int8 and z.tolist() == STATE_ROW0     # an edge is a line over the cells, no gap column
+    assert z[0, 0] == viz.MASKED                               # not yet committed: the masked category
+
+
+def test_never_committed_positions():
+    """A position no step commits (offset 2 of row 0 here) stays the MASKED category in the state
+    matrix at every step, and its commit step is nan (Trace.commit_step's -1) — not 0, which would
+    read as "committed at step 0"."""
+    plan = [[{1: (7, 0.9, "c")}, {0: (8, 0.2, "c"), 3: (9, 0.5, "c")}, {1: (11, 0.95, "e")}], PLAN[1]]
+    t = build(plan)
+    assert t.commit_step()[0, P:].tolist() == [1, 0, -1, 1]
+    state = viz._state(t, 0)
+    assert state[:, 2].tolist() == [viz.MASKED] * 3
+    assert state.tolist() == [[0, 1, 0, 0], [1, 2, 0, 1], [2, 3, 0, 2]]
+    z = np.asarray(viz.heatmap(t, kind="commit_step").data[0].z, dtype=float)
+    assert z.shape == (1, 4) and math.isnan(z[0, 2])
+    assert z[0, [0, 1, 3]].tolist() == [1.0, 0.0, 1.0]
+    conf = np.asarray(viz.heatmap(t, kind="confidence").data[0].z, dtype=float)
+    assert np.isnan(conf[:, 2]).all()                          # never written: no confidence either
+    img = viz.heatmap_matplotlib(t, kind="commit_step").axes[0].images[0].get_array()
+    assert np.ma.getmaskarray(img)[0].tolist() == [False, False, True, False]   # drawn as "bad" (white)
+    assert viz.token_grid(t, FakeLM()).count(viz.MASK_GLYPH) == 1
 
 
 def test_commit_step_colour_bar_lies_under_the_row(trace):

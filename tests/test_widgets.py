@@ -107,14 +107,26 @@ def test_keyword_box_steers_the_run_and_shows_pins(lab):
     assert "empty keyword" in lab.error and lab.out.trace.meta["controls"]
 
 
+DIFFUSION_RULES = ("low_confidence", "random", "threshold", "factor", "entropy_bound", "draft_edit")
+
+
 def test_causal_models_offer_autoregressive_only_where_it_works(toy):
-    assert "autoregressive" not in widgets.Lab(toy, run=False).sampler.options
+    masked = widgets.Lab(toy, run=False)
+    assert toy.kind == "masked" and tuple(masked.sampler.options) == DIFFUSION_RULES   # S / Q are buttons
+    assert masked.sampler.value == "low_confidence"
     ar = lk.toy(causal=True)
-    lab = widgets.Lab(ar, "ROMEO:\n", sampler="autoregressive", **SMALL)
-    assert lab.out.stats["nfe"] == 16 and lab.error == ""
-    assert tuple(lab.sampler.options) == ("autoregressive",)       # every other rule fails on it
-    with pytest.raises(ValueError, match="sampler must be one of autoregressive for model"):
-        widgets.Lab(ar, sampler="threshold", run=False)
+    assert ar.kind == "causal"
+    lab = widgets.Lab(ar, "ROMEO:\n", **SMALL)                     # no sampler given: the causal model's rule
+    assert tuple(lab.sampler.options) == ("autoregressive",) and lab.sampler.value == "autoregressive"
+    assert lab.error == "" and lab.out.stats["nfe"] == 16
+    P = lab.out.trace.prompt_len
+    assert lab.out.trace.commit_step()[0, P:].tolist() == list(range(16))   # one token per step, left to right
+    assert "Autoregressive(" in lab.out.trace.meta["sampler"]
+    for name in DIFFUSION_RULES:                                   # every other rule fails on it ...
+        with pytest.raises(ValueError, match="needs a masked diffusion model"):
+            lk.generate(ar, "ROMEO:\n", widgets.make_rule(name), **SMALL)
+        with pytest.raises(ValueError, match="sampler must be one of autoregressive for model"):   # ... and is refused
+            widgets.Lab(ar, sampler=name, run=False)
 
 
 def test_compare_aligns_two_runs_step_by_step(tiny):
