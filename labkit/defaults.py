@@ -5,16 +5,8 @@ Models: `tiny` for everything, except LLaDA2.1's S and Q modes, which run on `ti
 embedded model trained to commit several tokens per forward pass (`tiny` commits about one, so
 S mode on it shows a learner edits fighting each other, not parallel decoding).
 
-Sampling: LLaDA low-confidence remasking, one token per step, sampled at
-temperature 1.0 within the 0.9 nucleus. Chosen on the embedded model by word validity and
-distinct-2 of 32 held-out-prompt samples (measured, 64 tokens, block 32, seed 0):
-
-    greedy (T=0)          validity 0.981  distinct-2 0.523   real words, but loops
-    T=0.8, top_p=0.9      validity 0.974  distinct-2 0.596
-    T=0.9, top_p=0.9      validity 0.955  distinct-2 0.645
-    T=1.0, top_p=0.9      validity 0.950  distinct-2 0.673   <- default
-    T=1.0, top_p=0.95     validity 0.939  distinct-2 0.670
-    T=1.0                 validity 0.939  distinct-2 0.679
+Sampling: LLaDA low-confidence remasking, one token per step, sampled at temperature 1.0 within
+the 0.9 nucleus (how it was chosen: docs/benchmarks.md, "Sampling defaults").
 """
 from __future__ import annotations
 

@@ -28,10 +28,8 @@ Keyword methods (`Keywords(method=...)`), compared in notebooks/06_controls.ipyn
   keyword's first token at masked positions (progress = share of the answer decided), and to the
   next token of a keyword already begun; a keyword still missing at the deadline is placed as above.
 - "boost_only": boosting without placement (no guarantee; for comparison).
-Either placing method makes every keyword appear when it fits at all. Measured by `labkit bench
-controls` (30 triples x 4 samples, tiny): both land all three words in every sample; gen-PPL is
-1.34x that of unconstrained samples with "place" and 1.53x with "boost", whose late placements
-land in whatever span is left.
+Either placing method makes every keyword appear when it fits at all (`labkit bench controls`
+measures hit rates and the cost in gen-PPL: docs/benchmarks.md).
 Keyword tokens the model writes itself, and placed ones, are frozen: edits never touch them.
 """
 from .base import Canvas, Control, apply, check, controlled_step, fix, setup
