@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from labkit.bench.common import Column, format_table, save
+
 BASE = "tiny-cap"
 VARIANTS = {
     "baseline": {},
@@ -75,7 +77,8 @@ def worker(name: str, out: Path, device: str) -> None:
     t0 = time.perf_counter()
     result = {"name": name, "device": device}
     if name in VARIANTS:
-        from labkit.training.loop import RECIPES, train
+        from labkit.training.loop import train
+        from labkit.training.recipes import RECIPES
         cfg = dataclasses.replace(RECIPES[BASE], **VARIANTS[name])
         folder = train(cfg, out / "runs" / name, progress=False, device=device,
                        log=lambda m: print(f"[{name}] {m}", flush=True))
@@ -85,24 +88,27 @@ def worker(name: str, out: Path, device: str) -> None:
     else:
         model = name
     result.update(score(model, device), total_s=round(time.perf_counter() - t0, 1))
-    (out / f"{name}.json").write_text(json.dumps(result, indent=1))
+    save(result, out / f"{name}.json")
     print(f"[{name}] done in {result['total_s']} s: targets {result['targets']}", flush=True)
 
 
+SUMMARY_COLUMNS = [Column("model", 14, align="<"), Column("1tok", 7, ".2f"), Column("2tok", 7, ".2f"),
+                   Column("t.93 tpf", 9, ".2f"), Column("t.93", 7, ".2f"), Column("S tpf", 7, ".2f"),
+                   Column("S x", 6, ".2f"), Column("Q tpf", 7, ".2f"), Column("Q x", 6, ".2f"),
+                   Column("Smbe x", 7, ".2f"), Column("Qmbe x", 7, ".2f"), Column("samp d2", 8, ".3f"),
+                   Column("  targets", 0, align="<")]
+
+
 def summary(results: list[dict]) -> str:
-    head = (f"{'model':<14}{'1tok':>7}{'2tok':>7}{'t.93 tpf':>9}{'t.93':>7}{'S tpf':>7}{'S x':>6}"
-            f"{'Q tpf':>7}{'Q x':>6}{'Smbe x':>7}{'Qmbe x':>7}{'samp d2':>8}  targets")
-    lines = [head]
+    rows = []
     for r in results:
-        rows, x = r["rows"], r["ratio"]
+        scores, x = r["rows"], r["ratio"]
         met = "".join("+" if v else "-" for v in r["targets"].values())
-        lines.append(f"{r['name']:<14}{rows['low_confidence_1tok']['gen_ppl']:>7.2f}"
-                     f"{rows['low_confidence_2tok']['gen_ppl']:>7.2f}{rows['threshold_0.93']['tpf']:>9.2f}"
-                     f"{rows['threshold_0.93']['gen_ppl']:>7.2f}{rows['draft_edit_speed']['tpf']:>7.2f}"
-                     f"{x['draft_edit_speed']:>6.2f}{rows['draft_edit_quality']['tpf']:>7.2f}"
-                     f"{x['draft_edit_quality']:>6.2f}{x['draft_edit_speed_mbe']:>7.2f}"
-                     f"{x['draft_edit_quality_mbe']:>7.2f}{r['sampled']['distinct_2']:>8.3f}  {met}")
-    return "\n".join(lines)
+        rows.append((r["name"], scores["low_confidence_1tok"]["gen_ppl"], scores["low_confidence_2tok"]["gen_ppl"],
+                     scores["threshold_0.93"]["tpf"], scores["threshold_0.93"]["gen_ppl"], scores["draft_edit_speed"]["tpf"],
+                     x["draft_edit_speed"], scores["draft_edit_quality"]["tpf"], x["draft_edit_quality"],
+                     x["draft_edit_speed_mbe"], x["draft_edit_quality_mbe"], r["sampled"]["distinct_2"], f"  {met}"))
+    return format_table(SUMMARY_COLUMNS, rows)
 
 
 def rank(results: list[dict]) -> list[dict]:
@@ -149,7 +155,7 @@ def main(argv=None) -> int:
             print(f"[{n}] stopped at the deadline", flush=True)
             pr.kill()
     results = [json.loads((out / f"{n}.json").read_text()) for n in names if (out / f"{n}.json").is_file()]
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    save(results, out / "results.json")
     print(summary(results))
     if a.pack:
         pack(results, a.pack, Path(a.pack_to))

@@ -1,12 +1,15 @@
-"""labkit.training.distill: teacher answers, packing, and the block-shaped distillation loss, by hand."""
+"""labkit.training.distill: teacher answers and packing; labkit.training.losses: the block-shaped
+distillation loss and T2T noise, by hand."""
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from labkit.training.distill import block_distill_loss, make_trajectories, pack, train_prompts
-from labkit.training.loop import TrainConfig
+from labkit.training.distill import make_trajectories, pack
+from labkit.training.losses import block_distill_loss, t2t_noise
+from labkit.training.prompts import train_prompts
+from labkit.training.recipes import TrainConfig
 
 MASK, V = 0, 7
 
@@ -91,7 +94,6 @@ def test_trajectories_refuse_a_cache_of_other_prompts(toy, tmp_path):
 
 
 def test_t2t_noise_copies_neighbours_inside_the_answer():
-    from labkit.training.distill import t2t_noise
     B, L, lo = 64, 20, 4
     x0 = torch.arange(B * L).view(B, L)            # every token unique: a copy names its source
     where = torch.ones(B, L, dtype=torch.bool)
@@ -109,7 +111,6 @@ def test_t2t_noise_copies_neighbours_inside_the_answer():
 
 
 def test_t2t_noise_without_stutter_is_the_earlier_unigram_draw():
-    from labkit.training.distill import t2t_noise
     x0 = torch.randint(1, 50, (8, 12), generator=torch.Generator().manual_seed(2))
     where = torch.rand(8, 12, generator=torch.Generator().manual_seed(3)) < 0.7
     g = torch.Generator().manual_seed(4)

@@ -49,3 +49,16 @@ def test_stutter_and_distinct():
 def test_speed_reads_the_output_stats(toy):
     out = lk.generate(toy, "ROMEO:\n", lk.LowConfidence(), gen_length=32, block_length=16, steps=16)
     assert speed(out) == {"nfe": 16, "tpf": 2.0, "tps": out.stats["tps"]}
+
+
+def test_the_prompt_sets_share_one_form():
+    from labkit.training.prompts import heldout_lines, opening, sample_prompts, spread, train_prompts
+    assert spread(list(range(10)), 4) == [0, 3, 6, 9] and spread(list(range(10)), 1) == [0]
+    assert opening("A:\nline one\nline two") == "A:\nline one\n"
+    for p in sample_prompts(4) + train_prompts(4):
+        head, first, rest = p.split("\n")
+        assert head.endswith(":") and first and rest == ""
+    pairs = heldout_lines(3)
+    assert [p for p, _ in pairs] == [opening(p + line) for p, line in pairs]
+    assert all(len(line.split()) >= 8 for _, line in pairs)
+    assert sample_prompts(2)[0] == sample_prompts(32)[0]           # both start at the first speech

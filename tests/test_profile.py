@@ -168,3 +168,18 @@ def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):
 def test_gpu_check_skips_cleanly_without_cuda(tmp_path, capsys):
     assert _gpu_check().main(["--out", str(tmp_path / "g.json")]) == 0
     assert "skipped" in json.loads(capsys.readouterr().out) and not (tmp_path / "g.json").exists()
+
+
+def test_bench_common_times_interleaved_saves_and_tabulates(toy, tmp_path):
+    from labkit.bench.common import Column, format_table, interleaved, metadata, save
+    calls = []
+    medians, last = interleaved({"a": lambda: calls.append("a") or 1, "b": lambda: calls.append("b") or 2}, 3)
+    assert calls == ["a", "b"] * 3 and last == {"a": 1, "b": 2} and set(medians) == {"a", "b"}
+    with pytest.raises(ValueError, match="repeats must be a positive integer"):
+        interleaved({"a": lambda: None}, 0)
+    meta = metadata(toy)
+    assert {"model", "device", "torch", "threads", "cores", "date"} == set(meta) and meta["device"] == "cpu"
+    path = save({"x": 1, "meta": meta}, tmp_path / "sub" / "r.json")
+    assert json.loads(path.read_text()) == {"x": 1, "meta": meta}
+    text = format_table([Column("name", 6, align="<"), Column("v", 6, ".2f")], [("a", 1.0), ("bb", 2.5)], "T")
+    assert text == "T\nname       v\na       1.00\nbb      2.50"

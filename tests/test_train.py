@@ -7,7 +7,10 @@ import torch
 import torch.nn.functional as F
 
 import labkit.training.corpus
-from labkit.training.loop import Corpus, TrainConfig, masked_diffusion_loss, train
+from labkit.training.corpus import Corpus
+from labkit.training.loop import train
+from labkit.training.losses import masked_diffusion_loss, stratified_t
+from labkit.training.recipes import TrainConfig
 
 
 def test_loss_is_ce_over_t_on_masked_positions():
@@ -169,3 +172,46 @@ def test_distill_trains_on_the_teachers_own_answers(tmp_path, small_corpus):
     assert json.loads((mixed / "training.json").read_text())["config"]["distill_mix"] == 0.5
     with pytest.raises(ValueError, match="distill_mix=0.9 leaves no teacher row"):
         dataclasses.replace(cfg, distill_mix=0.9)                 # a batch of 2: both rows corpus
+
+
+def test_stratified_t_spreads_one_uniform_draw_over_the_batch():
+    u = torch.rand(1, generator=torch.Generator().manual_seed(0))
+    t = stratified_t(4, eps=0.0, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(t, (u + torch.arange(4) / 4) % 1.0)
+    t = stratified_t(8, eps=0.1, generator=torch.Generator().manual_seed(1))
+    assert ((t >= 0.1) & (t < 1)).all()
+    gaps = t.sort().values.diff()
+    assert torch.allclose(gaps, torch.full_like(gaps, 0.9 / 8))    # evenly spaced, one per eighth
+
+
+def test_the_diffusion_loss_draws_its_t_with_stratified_t():
+    x0 = torch.randint(1, 20, (6, 9), generator=torch.Generator().manual_seed(0))
+    table = torch.randn(20, 20, generator=torch.Generator().manual_seed(1))
+    fn = lambda x: table[x]                                      # noqa: E731
+    drawn = masked_diffusion_loss(fn, x0, 0, generator=torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    given = masked_diffusion_loss(fn, x0, 0, generator=g, t=stratified_t(6, generator=g))
+    assert torch.equal(drawn, given)
+
+
+def test_cap_and_edit_terms_by_hand():
+    from labkit.training.losses import ar_loss, cap_term, edit_term
+    logp = torch.log_softmax(torch.tensor([[2.0, 0.0, 0.0], [0.0, 3.0, 0.0]]), -1)
+    entropy = -(logp.exp() * logp).sum(-1)
+    assert torch.allclose(cap_term(logp, torch.tensor([0, 2]), 0.5), 0.5 * entropy[0])   # only row 0 is right
+    assert cap_term(logp, torch.tensor([1, 0]), 1.0) == 0                                 # none right
+    logits = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0))
+    x0 = torch.tensor([[1, 2, 3], [4, 0, 1]])
+    written = torch.tensor([[True, False, True], [False, True, True]])
+    assert torch.allclose(edit_term(logits, x0, written, 2.0), 2.0 * F.cross_entropy(logits[written], x0[written]))
+    seen = []
+    loss = ar_loss(lambda x: seen.append(x) or logits[:, :2], x0)
+    assert torch.equal(seen[0], x0[:, :2])
+    assert torch.allclose(loss, F.cross_entropy(logits[:, :2].flatten(0, 1), x0[:, 1:].flatten()))
+
+
+def test_the_loop_still_offers_the_recipes_and_train():
+    import labkit.training.loop as loop
+    import labkit.training.recipes as recipes
+    assert loop.RECIPES is recipes.RECIPES and loop.TrainConfig is TrainConfig
+    assert list(recipes.RECIPES) == ["tiny-ar", "tiny", "tiny-cap"]

@@ -21,9 +21,8 @@ import time
 from .. import defaults
 from ..controls import Infill, Keywords, ReNoise, contains_word
 from ..decode import generate
-from ..eval.evaluate import sample_prompts
 from ..eval.metrics import gen_ppl
-from ..training.corpus import load_plays
+from ..training.prompts import heldout_lines, sample_prompts
 
 # Nouns among the most frequent words of the held-out plays (The Tempest, Macbeth), counted
 # with metrics.words; the last eight take two or three tokens of the embedded tokenizer.
@@ -83,18 +82,6 @@ def bench_keywords(lm, ar, triples, *, method: str = "place", samples: int = 4, 
             "gen_ppl": round(ppl, 3), "gen_ppl_unconstrained": round(ppl_free, 3),
             "gen_ppl_ratio": round(ppl / ppl_free, 3), "seconds": round(seconds, 1),
             "texts": texts, "unconstrained": free}
-
-
-def heldout_lines(n: int = 24, min_words: int = 8) -> list[tuple[str, str]]:
-    """(prompt, line): a held-out speech's speaker and first line, and its next line of verse,
-    for n speeches spread evenly over the held-out plays."""
-    pairs = []
-    for text in load_plays("heldout").values():
-        for speech in text.split("\n\n"):
-            lines = speech.split("\n")
-            if len(lines) >= 3 and len(lines[2].split()) >= min_words:
-                pairs.append(("\n".join(lines[:2]) + "\n", lines[2]))
-    return [pairs[round(i * (len(pairs) - 1) / max(1, n - 1))] for i in range(n)]
 
 
 def infill_template(lm, line: str) -> tuple[str, str, str]:

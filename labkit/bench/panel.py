@@ -11,6 +11,13 @@ import numpy as np
 
 from ..ui import widgets
 from ..ui.widgets import LIVE_EVERY, preset_knobs
+from .common import metadata
+
+PANEL_TOKENS = 64           # bench_panel: answer length, and steps (one token per step)
+SCRUB_POSITIONS = 16        # regenerate_latency: scrubber moves timed per run
+NEIGHBOUR_START_S = 3       # busy_neighbour: time for the neighbour to import torch and start spinning
+CHILD_TIMEOUT_S = 900       # one panel child process
+LIVE_ROUNDS = 3             # bench_panel: live drawing on / off, interleaved, this many times each
 
 
 def regenerate_latency(lm, repeats: int = 5, live_every: float | None = LIVE_EVERY, **settings) -> dict:
@@ -30,7 +37,7 @@ def regenerate_latency(lm, repeats: int = 5, live_every: float | None = LIVE_EVE
         decode.append(lab.out.stats["seconds"])
         redraws.append(lab.redraws)
     scrub = []
-    for s in range(0, len(lab.out.trace), max(1, len(lab.out.trace) // 16)):
+    for s in range(0, len(lab.out.trace), max(1, len(lab.out.trace) // SCRUB_POSITIONS)):
         t0 = time.perf_counter()
         lab.scrubber.slider.value = s
         scrub.append(time.perf_counter() - t0)
@@ -54,7 +61,7 @@ _CHILD = """
 import json, sys, torch, labkit as lk
 from labkit.bench.panel import regenerate_latency
 lm = lk.load({model!r})
-r = regenerate_latency(lm, repeats={repeats}, live_every={live!r}, gen_length=64, steps=64)
+r = regenerate_latency(lm, repeats={repeats}, live_every={live!r}, gen_length={tokens}, steps={tokens})
 r["threads"] = torch.get_num_threads()
 print("RESULT " + json.dumps(r))
 """
@@ -67,7 +74,7 @@ def _panel_child(model: str, repeats: int, env: dict, live: float | None, timeou
     import subprocess
     import sys
 
-    code = _CHILD.format(model=model, repeats=repeats, live=live)
+    code = _CHILD.format(model=model, repeats=repeats, live=live, tokens=PANEL_TOKENS)
     full_env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_THREADS", "OMP_WAIT_POLICY")}
     r = subprocess.run([sys.executable, "-c", code], env={**full_env, **env}, capture_output=True,
                        text=True, timeout=timeout)
@@ -84,7 +91,7 @@ class busy_neighbour:
         import subprocess
         import sys
         self.proc = subprocess.Popen([sys.executable, "-c", NEIGHBOUR])
-        time.sleep(3)                                          # let it import torch and start spinning
+        time.sleep(NEIGHBOUR_START_S)
         return self
 
     def __exit__(self, *exc):
@@ -112,7 +119,7 @@ def bench_panel(model: str = "tiny", *, repeats: int = 5, rounds: int = 2, log=N
                 if log:
                     log(f"panel: round {round_ + 1}, {name}{' + busy neighbour' if neighbour else ''}")
                 with busy_neighbour() if neighbour else contextlib.nullcontext():
-                    r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=900)
+                    r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=CHILD_TIMEOUT_S)
                 rows.append({"candidate": name, "env": env, "neighbour": neighbour, "round": round_, **r})
     summary = []
     for neighbour in (False, True):
@@ -126,16 +133,16 @@ def bench_panel(model: str = "tiny", *, repeats: int = 5, rounds: int = 2, log=N
     if log:
         log("panel: live drawing on / off, S mode")
     lm = load(model)
-    knobs = dict(gen_length=64, steps=64)
+    knobs = dict(gen_length=PANEL_TOKENS, steps=PANEL_TOKENS)
     runs = {"on": [], "off": []}
-    for _ in range(3):                         # interleaved, so drift in the machine hits both alike
+    for _ in range(LIVE_ROUNDS):               # interleaved, so drift in the machine hits both alike
         runs["on"].append(regenerate_latency(lm, repeats=repeats, live_every=LIVE_EVERY, **knobs))
         runs["off"].append(regenerate_latency(lm, repeats=repeats, live_every=None, **knobs))
     live = {k: {"generate_median_s": statistics.median(r["generate_median_s"] for r in v),
                 "live_redraws_median": statistics.median(r["live_redraws_median"] for r in v)}
             for k, v in runs.items()}
     live["cost_ratio"] = round(live["on"]["generate_median_s"] / live["off"]["generate_median_s"], 3)
-    s_mode = regenerate_latency(load(defaults.PARALLEL_MODEL), repeats=repeats, gen_length=64,
+    s_mode = regenerate_latency(load(defaults.PARALLEL_MODEL), repeats=repeats, gen_length=PANEL_TOKENS,
                                 sampler="draft_edit", **preset_knobs("speed"))
     return {"model": model, "cores": threads.cores(), "summary": summary, "rows": rows, "live": live,
-            "s_mode": s_mode, "repeats": repeats, "rounds": rounds}
+            "s_mode": s_mode, "repeats": repeats, "rounds": rounds, "meta": metadata(lm)}

@@ -12,34 +12,35 @@ Per sampler:
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from ..decode import generate
-from ..eval.evaluate import sample_prompts
 from ..eval.metrics import distinct_n, gen_ppl
-from ..samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
+from ..samplers import registry
+from ..training.prompts import sample_prompts
+from .common import Column, format_table
 
 GEN_LENGTH, BLOCK_LENGTH = 128, 32
+TOKENS_PER_STEP = (1, 2, 4)                      # low_confidence_{k}tok: a fixed k tokens per step
+THRESHOLDS = (0.95, 0.93, 0.9, 0.7, 0.5)         # threshold_{τ}: the curve near 2 tokens per forward and below
+FACTOR = 1.0                                     # factor_{f}
+MBE_BLOCKS = 1                                   # draft_edit_{preset}_mbe: earlier blocks T2T may revisit
 
 
 def sampler_suite(gen_length: int = GEN_LENGTH) -> dict[str, tuple[object, int]]:
-    """name → (rule, steps). `steps` only matters for the fixed-count rules."""
+    """name → (rule, steps), every rule built by the sampler registry. `steps` only matters for
+    the fixed-count rules."""
+    rule = registry.rule
     return {
-        "low_confidence_1tok": (LowConfidence(), gen_length),
-        "low_confidence_2tok": (LowConfidence(), gen_length // 2),
-        "low_confidence_4tok": (LowConfidence(), gen_length // 4),
-        "random": (LowConfidence(remasking="random"), gen_length),
-        "threshold_0.95": (Threshold(threshold=0.95), gen_length),
-        "threshold_0.93": (Threshold(threshold=0.93), gen_length),
-        "threshold_0.9": (Threshold(threshold=0.9), gen_length),
-        "threshold_0.7": (Threshold(threshold=0.7), gen_length),
-        "threshold_0.5": (Threshold(threshold=0.5), gen_length),
-        "factor_1.0": (Threshold(threshold=None, factor=1.0), gen_length),
-        "entropy_bound": (EntropyBound(), gen_length),
-        "draft_edit_speed": (DraftEdit.speed(), gen_length),
-        "draft_edit_quality": (DraftEdit.quality(), gen_length),
-        "draft_edit_speed_mbe": (DraftEdit.speed(mbe_blocks=1), gen_length),
-        "draft_edit_quality_mbe": (DraftEdit.quality(mbe_blocks=1), gen_length),
+        **{f"low_confidence_{k}tok": (rule("low_confidence"), gen_length // k) for k in TOKENS_PER_STEP},
+        "random": (rule("random"), gen_length),
+        **{f"threshold_{tau}": (rule("threshold", threshold=tau), gen_length) for tau in THRESHOLDS},
+        f"factor_{FACTOR}": (rule("factor", factor=FACTOR), gen_length),
+        "entropy_bound": (rule("entropy_bound"), gen_length),
+        **{f"draft_edit_{mode}": (rule(mode), gen_length) for mode in registry.PRESETS},
+        **{f"draft_edit_{mode}_mbe": (dataclasses.replace(rule(mode), mbe_blocks=MBE_BLOCKS), gen_length)
+           for mode in registry.PRESETS},
     }
 
 
@@ -85,7 +86,7 @@ def bench_samplers(lm, ar, *, n_prompts: int = 96, names: list[str] | None = Non
         if log:
             log(f"{name:<24} {row}  ({time.perf_counter() - t0:.0f} s)")
     if with_ar and (not names or "ar" in names):
-        row, texts = run_one(ar, Autoregressive(), prompts, steps=gen_length, gen_length=gen_length,
+        row, texts = run_one(ar, registry.rule("autoregressive"), prompts, steps=gen_length, gen_length=gen_length,
                              block_length=block_length, seed=seed, tps_prompts=tps_prompts)
         row["gen_ppl"] = round(gen_ppl(ar, prompts, texts), 2)
         results["ar"] = {**row, "prompts": n_prompts}
@@ -95,13 +96,11 @@ def bench_samplers(lm, ar, *, n_prompts: int = 96, names: list[str] | None = Non
 def table(results: dict, title: str = "") -> str:
     """A fixed-width text table, one row per sampler, with gen-PPL relative to the 1-token reference."""
     ref = results.get("low_confidence_1tok", {}).get("gen_ppl")
-    lines = [title] if title else []
-    lines.append(f"{'sampler':<24}{'NFE':>8}{'TPF':>7}{'TPS':>8}{'gen-PPL':>9}{'x ref':>7}{'dist-2':>8}")
-    for name, r in results.items():
-        rel = f"{r['gen_ppl'] / ref:.2f}" if ref else "-"
-        lines.append(f"{name:<24}{r['nfe']:>8.1f}{r['tpf']:>7.2f}{r['tps']:>8.1f}{r['gen_ppl']:>9.2f}"
-                     f"{rel:>7}{r['distinct_2']:>8.3f}")
-    return "\n".join(lines)
+    columns = [Column("sampler", 24, align="<"), Column("NFE", 8, ".1f"), Column("TPF", 7, ".2f"),
+               Column("TPS", 8, ".1f"), Column("gen-PPL", 9, ".2f"), Column("x ref", 7), Column("dist-2", 8, ".3f")]
+    rows = [(name, r["nfe"], r["tpf"], r["tps"], r["gen_ppl"], f"{r['gen_ppl'] / ref:.2f}" if ref else "-",
+             r["distinct_2"]) for name, r in results.items()]
+    return format_table(columns, rows, title)
 
 
 def frontier_figure(runs: dict[str, dict]):

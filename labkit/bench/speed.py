@@ -10,56 +10,43 @@ the model, is a ratio <= 1.053); trace_overhead_ratio = full / no trace (target 
 """
 from __future__ import annotations
 
-import statistics
-import time
-
 import torch
 
 from ..decode import generate, stream
 from ..samplers import LowConfidence
+from ..training.prompts import long_prompts, sample_prompts
+from .common import check_repeats, interleaved, metadata
 
 PROMPT = "KING HENRY:\nNow, lords, for France! the enterprise whereof\n"
-
-
-def _sync(lm) -> None:
-    if lm.device.type == "cuda":
-        torch.cuda.synchronize(lm.device)
+BATCH_PROMPTS = 64            # bench_batch: distinct held-out prompts, repeated to fill larger batches
+LONG_PROMPT_TOKENS = 120      # bench_cache: the longest prompt (less where the context needs it)
+NO_CONTEXT_LIMIT = 10**9      # bench_length's `context` when neither model has a limit (JSON has no inf)
+LENGTH_BLOCKS = 4             # bench_length: blocks per answer
 
 
 def bench_overhead(lm, *, repeats: int = 5, gen_length: int = 128, block_length: int = 32,
                    prompt: str = PROMPT) -> dict:
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    check_repeats(repeats)
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=gen_length)
     rule = LowConfidence()
     ref = generate(lm, prompt, rule, **knobs)                           # warm-up, and the canvases
     trace = ref.trace
     canvases = [trace.init.to(lm.device)] + [r.tokens.long().to(lm.device) for r in trace.records[:-1]]
-    full, untraced, bare = [], [], []
-    for _ in range(repeats):
-        _sync(lm)
-        t0 = time.perf_counter()
-        generate(lm, prompt, rule, **knobs)
-        _sync(lm)
-        full.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
+
+    def untraced():
         for _rec in stream(lm, prompt, rule, **knobs):
             pass
-        _sync(lm)
-        untraced.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
+
+    def bare():
         for x in canvases:
             lm(x)
-        _sync(lm)
-        bare.append(time.perf_counter() - t0)
-    f, u, b = (statistics.median(v) for v in (full, untraced, bare))
+    medians, _ = interleaved({"full": lambda: generate(lm, prompt, rule, **knobs), "untraced": untraced,
+                              "bare": bare}, repeats, lm.device)
+    f, u, b = medians["full"], medians["untraced"], medians["bare"]
     return {"model": lm.name, "device": str(lm.device), "gen_length": gen_length, "nfe": len(canvases),
             "repeats": repeats, "full_s": round(f, 4), "no_trace_s": round(u, 4), "bare_forward_s": round(b, 4),
             "labkit_overhead_ratio": round(f / b, 4), "overhead_share": round(1 - b / f, 4),
-            "trace_overhead_ratio": round(f / u, 4)}
-
-
-
+            "trace_overhead_ratio": round(f / u, 4), "meta": metadata(lm)}
 
 
 def _is_oom(e: BaseException) -> bool:
@@ -73,7 +60,6 @@ def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batc
     step, gen_length steps), for each b in `sizes`, then (with `beyond`, default on a GPU) doubling
     until memory runs out or `max_batch`. Running out of memory ends the sweep with a message in
     `stopped`; it is never raised. Per size: ms per step, tokens/s, peak memory."""
-    from ..eval.evaluate import sample_prompts
     from ..profile import peak_memory
 
     sizes = list(sizes)
@@ -91,7 +77,7 @@ def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batc
         else:
             break
         b_i += 1
-        prompts = (sample_prompts(64) * (b // 64 + 1))[:b]
+        prompts = (sample_prompts(BATCH_PROMPTS) * (b // BATCH_PROMPTS + 1))[:b]
         try:
             with peak_memory(lm.device) as mem:
                 out = generate(lm, prompts, LowConfidence(), **knobs)
@@ -110,7 +96,8 @@ def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batc
         if log:
             log(f"batch {b:>5}: {row['ms_per_step']:.1f} ms/step, {row['tokens_per_s']:.0f} tok/s, "
                 f"peak {row['peak_bytes'] / 2**20:.0f} MiB ({row['memory_kind']})")
-    return {"model": lm.name, "device": str(lm.device), "gen_length": gen_length, "rows": rows, "stopped": stopped}
+    return {"model": lm.name, "device": str(lm.device), "gen_length": gen_length, "rows": rows, "stopped": stopped,
+            "meta": metadata(lm)}
 
 
 LENGTH_RUNS = ("ar", "ar_cached", "diffusion_fixed", "diffusion_threshold", "diffusion_threshold_cached")
@@ -150,18 +137,17 @@ def bench_length(lm, ar, *, lengths=(32, 64, 128, 256, 512), fixed_steps: int = 
     from ..models.kv_cache import CausalCache, DualCache
     from ..samplers import Autoregressive, Threshold
 
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    check_repeats(repeats)
     rows, skipped = [], []
     n_prompt = max(len(lm.encode(prompt)), len(ar.encode(prompt)))
-    context = min(m.max_length or 10**9 for m in (lm, ar))
+    context = min((m.max_length for m in (lm, ar) if m.max_length is not None), default=NO_CONTEXT_LIMIT)
     for L in lengths:
         beyond = n_prompt + L > context
-        if (beyond and not extend_context) or L % 4 or fixed_steps % 4 or fixed_steps > L:
+        if (beyond and not extend_context) or L % LENGTH_BLOCKS or fixed_steps % LENGTH_BLOCKS or fixed_steps > L:
             skipped.append(L)
             continue
         dlm, alm = (with_context(lm, n_prompt + L), with_context(ar, n_prompt + L)) if beyond else (lm, ar)
-        block = L // 4
+        block = L // LENGTH_BLOCKS
         runs = {"ar": (lambda alm=alm: alm, Autoregressive(), L),
                 "ar_cached": (lambda alm=alm: CausalCache(alm), Autoregressive(), L),
                 "diffusion_fixed": (lambda dlm=dlm: dlm, LowConfidence(), fixed_steps),
@@ -179,7 +165,8 @@ def bench_length(lm, ar, *, lengths=(32, 64, 128, 256, 512), fixed_steps: int = 
             log(f"L {L:>4}{' (beyond context)' if beyond else ''}: " + " | ".join(
                 f"{k} NFE {row[k]['nfe']} {row[k]['seconds']:.2f} s" for k in LENGTH_RUNS))
     return {"model": lm.name, "ar_model": ar.name, "fixed_steps": fixed_steps, "threshold": threshold,
-            "repeats": repeats, "context": context, "prompt_tokens": n_prompt, "rows": rows, "skipped": skipped}
+            "repeats": repeats, "context": context, "prompt_tokens": n_prompt, "rows": rows, "skipped": skipped,
+            "meta": metadata(lm)}
 
 
 def sweep_figure(batch: dict | None = None, length: dict | None = None):
@@ -221,30 +208,6 @@ def sweep_figure(batch: dict | None = None, length: dict | None = None):
     return fig
 
 
-
-def long_prompts(lm, n: int = 8, max_tokens: int = 120) -> list[str]:
-    """n prompts of consecutive held-out speeches, as many as fit in `max_tokens` (at least 48
-    tokens each), starting at n places spread evenly over the held-out plays: long prefixes,
-    where caching them pays."""
-    from ..training.corpus import load_plays
-
-    speeches = [s + "\n\n" for text in load_plays("heldout").values() for s in text.split("\n\n") if s.strip()]
-    sizes = [len(lm.encode(s)) for s in speeches]
-    out, i = [], 0
-    step = max(1, len(speeches) // n)
-    while len(out) < n and i < len(speeches):
-        j, total = i, 0
-        while j < len(speeches) and total + sizes[j] <= max_tokens:
-            total += sizes[j]
-            j += 1
-        if total >= 48:
-            out.append("".join(speeches[i:j]))
-            i += step
-        else:
-            i += 1
-    return out
-
-
 def bench_cache(lm, ar, *, n_prompts: int = 8, repeats: int = 3, gen_length: int = 128, block_length: int = 32,
                 rules: dict | None = None) -> dict:
     """PrefixCache and DualCache against no cache, greedy, on long held-out prompts (one batch):
@@ -254,29 +217,23 @@ def bench_cache(lm, ar, *, n_prompts: int = 8, repeats: int = 3, gen_length: int
     from ..models.kv_cache import DualCache, PrefixCache
     from ..samplers import Threshold
 
-    budget = min(120, (lm.max_length or 10**9) - gen_length)
+    budget = LONG_PROMPT_TOKENS if lm.max_length is None else min(LONG_PROMPT_TOKENS, lm.max_length - gen_length)
     prompts = long_prompts(lm, n_prompts, max_tokens=budget)
     rules = rules or {"low_confidence": LowConfidence(), "threshold_0.9": Threshold(threshold=0.9)}
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=gen_length)
     result = {"model": lm.name, "device": str(lm.device), "prompts": len(prompts),
-              "prompt_tokens": [len(lm.encode(p)) for p in prompts], "rules": {}}
+              "prompt_tokens": [len(lm.encode(p)) for p in prompts], "rules": {}, "meta": metadata(lm)}
     for rname, rule in rules.items():
         models = {"none": lm, "prefix": PrefixCache(lm), "dual": DualCache(lm)}
-        times = {k: [] for k in models}
-        texts = {}
-        for _ in range(repeats):
-            for k, m in models.items():
-                _sync(lm)
-                t0 = time.perf_counter()
-                out = generate(m, prompts, rule, **knobs)
-                _sync(lm)
-                times[k].append(time.perf_counter() - t0)
-                texts[k] = out.texts
-        base = statistics.median(times["none"])
-        result["rules"][rname] = {k: {"seconds": round(statistics.median(times[k]), 4),
-                                      "speedup": round(base / statistics.median(times[k]), 3),
+        seconds, outs = interleaved({k: lambda m=m, rule=rule: generate(m, prompts, rule, **knobs)
+                                     for k, m in models.items()}, repeats, lm.device)
+        texts = {k: out.texts for k, out in outs.items()}
+        result["rules"][rname] = {k: {"seconds": round(seconds[k], 4),
+                                      "speedup": round(seconds["none"] / seconds[k], 3),
                                       "identical": round(sum(a == b for a, b in zip(texts[k], texts["none"]))
                                                          / len(prompts), 4),
                                       "gen_ppl": round(gen_ppl(ar, prompts, texts[k]), 3)} for k in models}
     return result
+
+
 __all__ = ["bench_batch", "bench_cache", "bench_length", "bench_overhead", "long_prompts", "sweep_figure"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def note(text: str) -> None:
@@ -27,12 +28,9 @@ def output_file(value: str | None, flag: str, suffix: str):
 
 def save(a, name: str, result):
     """Write `result` as JSON to a.out / name (creating the folder); return the folder."""
-    from pathlib import Path
+    from ..bench.common import save as save_json
 
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / name).write_text(json.dumps(result, indent=1))
-    return out
+    return save_json(result, Path(a.out) / name).parent
 
 
 def report(a, name: str, result: dict, print_table) -> int:

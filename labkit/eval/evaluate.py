@@ -15,10 +15,16 @@ import torch.nn.functional as F
 from .. import defaults
 from ..decode import generate
 from ..training.corpus import load_plays
+from ..training.losses import EPS, stratified_t
+from ..training.prompts import sample_prompts
 from .metrics import distinct_n, word_validity
 
+WINDOW = 256            # tokens per held-out window (at most the model's context)
+MASK_RATIOS = (0.15, 0.5)
+SAMPLES = 32            # prompts sampled for word validity and distinct-2
 
-def heldout_windows(lm, length: int = 256) -> torch.Tensor:
+
+def heldout_windows(lm, length: int = WINDOW) -> torch.Tensor:
     """Non-overlapping windows (N, length) of the held-out plays' token stream."""
     ids = []
     for text in load_plays("heldout").values():
@@ -45,14 +51,14 @@ def masked_accuracy(lm, windows: torch.Tensor, ratio: float, seed: int = 0, batc
 
 @torch.no_grad()
 def elbo_bits_per_token(lm, windows: torch.Tensor, samples: int = 4, seed: int = 0, batch: int = 32,
-                        eps: float = 1e-3) -> float:
+                        eps: float = EPS) -> float:
     """Monte-Carlo ELBO (negative, in bits/token): t stratified over each batch, `samples` draws."""
     g = torch.Generator().manual_seed(seed)
     nats = count = 0.0
     for _ in range(samples):
         for x0 in windows.split(batch):
             B, L = x0.shape
-            t = (1 - eps) * ((torch.rand(1, generator=g) + torch.arange(B) / B) % 1.0) + eps
+            t = stratified_t(B, eps, g)
             m = torch.rand(B, L, generator=g) < t[:, None]
             logits = lm(x0.masked_fill(m, lm.mask_id).to(lm.device)).float().cpu()
             ce = F.cross_entropy(logits[m], x0[m], reduction="none")
@@ -72,16 +78,8 @@ def ar_bits_per_token(lm, windows: torch.Tensor, batch: int = 32) -> float:
     return nats / count / math.log(2)
 
 
-def sample_prompts(n: int = 32) -> list[str]:
-    """n prompts spread evenly over the held-out plays: a speaker name and the speech's first line."""
-    speeches = [s for text in load_plays("heldout").values() for s in text.split("\n\n")
-                if s.count("\n") >= 2]
-    pick = [speeches[round(i * (len(speeches) - 1) / max(1, n - 1))] for i in range(n)]
-    return ["\n".join(s.split("\n")[:2]) + "\n" for s in pick]
-
-
-def sample_quality(lm, sampler=None, n: int = 32, seed: int = 0, **settings) -> dict:
-    """Word validity and mean distinct-2 of n samples (batched, seeded)."""
+def sample_quality(lm, sampler=None, n: int = SAMPLES, seed: int = 0, **settings) -> dict:
+    """Word validity and mean distinct-2 of n samples (batched, seeded) on `sample_prompts(n)`."""
     sampler = sampler or defaults.sampler()
     settings = {**defaults.settings(), **settings}
     out = generate(lm, sample_prompts(n), sampler, seed=seed, **settings)
@@ -98,8 +96,7 @@ def evaluate(lm, seed: int = 0) -> dict:
                 "heldout_tokens": int(windows.numel())}
     q = sample_quality(lm, seed=seed)
     return {
-        "mask_acc_0.15": round(masked_accuracy(lm, windows, 0.15, seed), 4),
-        "mask_acc_0.5": round(masked_accuracy(lm, windows, 0.5, seed), 4),
+        **{f"mask_acc_{r}": round(masked_accuracy(lm, windows, r, seed), 4) for r in MASK_RATIOS},
         "elbo_bits_per_token": round(elbo_bits_per_token(lm, windows, seed=seed), 4),
         "word_validity": round(q["word_validity"], 4),
         "distinct_2": round(q["distinct_2"], 4),

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 _WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
+UNSCORED = -100         # target of a position gen_ppl does not score (cross_entropy's ignore_index)
 
 
 def words(text: str) -> list[str]:
@@ -57,15 +58,15 @@ def gen_ppl(ar, prompts: list[str], texts: list[str], batch: int = 16) -> float:
         chunk = rows[i:i + batch]
         n = max(len(ids) for ids, _ in chunk)
         x = torch.full((len(chunk), n), ar.pad_id, dtype=torch.long)
-        target = torch.full((len(chunk), n), -100, dtype=torch.long)   # -100: not scored
+        target = torch.full((len(chunk), n), UNSCORED, dtype=torch.long)
         for r, (ids, P) in enumerate(chunk):
             x[r, :len(ids)] = torch.tensor(ids)
             target[r, P:len(ids)] = torch.tensor(ids[P:])
         am = (torch.arange(n)[None, :] < torch.tensor([len(ids) for ids, _ in chunk])[:, None]).long()
         logits = ar(x.to(ar.device), am.to(ar.device)).float().cpu()[:, :-1]       # (b, n-1, V)
         nats += float(F.cross_entropy(logits.flatten(0, 1), target[:, 1:].flatten(),
-                                      ignore_index=-100, reduction="sum"))
-        count += int((target[:, 1:] != -100).sum())
+                                      ignore_index=UNSCORED, reduction="sum"))
+        count += int((target[:, 1:] != UNSCORED).sum())
     return math.exp(nats / count)
 
 

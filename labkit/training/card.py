@@ -8,13 +8,13 @@ from pathlib import Path
 from safetensors import safe_open
 
 from ..models.load import EMBEDDED, weights_dir
+from .loop import ADAM_BETAS, init_folder
 
 
 def _extras(cfg: dict) -> list[str]:
     """Card lines for the recipe options beyond plain training from scratch."""
     lines = []
     if cfg.get("init_from"):
-        from .loop import init_folder
         source = json.loads((init_folder(cfg["init_from"]) / "config.json").read_text())
         if source.get("is_causal"):
             lines.append(f"- Initialised from the causal `{cfg['init_from']}` and adapted Dream-style: attention "
@@ -47,17 +47,23 @@ def _extras(cfg: dict) -> list[str]:
     return lines
 
 
-def write_card(model: str, result: dict) -> Path:
-    folder = weights_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
-    training = json.loads((folder / "training.json").read_text())
+EVAL_KEYS = ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "nll_bits_per_token",
+             "word_validity", "distinct_2", "heldout_tokens")
+
+
+def _where(training: dict) -> str:
+    return "one GPU (`--device cuda`)" if training.get("device") == "cuda" else "a 2-core CPU"
+
+
+def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[str]:
+    """Title, provenance, and the Model and Data sections."""
     cfg = training["config"]
-    cfgm = json.loads((folder / "config.json").read_text())
     d, n, ff, V = cfgm["hidden_size"], cfgm["num_hidden_layers"], cfgm["intermediate_size"], cfgm["vocab_size"]
     with safe_open(folder / "model.safetensors", "pt") as f:      # tied embeddings are stored once
         size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
     kind = "causal (autoregressive twin)" if cfgm.get("is_causal") else "bidirectional masked-diffusion"
-    where = "one GPU (`--device cuda`)" if training.get("device") == "cuda" else "a 2-core CPU"
-    lines = [
+    where = _where(training)
+    return [
         f"# labkit `{model}`: a tiny {kind} LM trained on Shakespeare",
         "",
         (f"Trained by `labkit train --recipe {model}` on {where}, starting from `{cfg['init_from']}`; "
@@ -74,6 +80,14 @@ def write_card(model: str, result: dict) -> Path:
         "rendered as `SPEAKER:` + lines.",
         f"- Held out, never trained on: {', '.join(training['heldout_plays'])}.",
         "",
+    ]
+
+
+def _recipe_lines(training: dict) -> list[str]:
+    """The Recipe section: objective, options, optimisation, training time."""
+    cfg = training["config"]
+    where = _where(training)
+    return [
         "## Recipe",
         f"- Objective: {cfg['objective']} ("
         + ("block-shaped distillation: mean CE on the masked positions of the current block"
@@ -84,24 +98,37 @@ def write_card(model: str, result: dict) -> Path:
         (f"- {cfg['steps']} steps × batch {cfg['batch_size']} teacher answers; AdamW" if cfg.get("distill") else
          f"- {cfg['steps']} steps × batch {cfg['batch_size']} × {cfg['seq_len']} tokens "
          f"({cfg['short_batch_prob']:.0%} of batches shorter); AdamW")
-        + f" (0.9, 0.95), wd {cfg['weight_decay']}, "
+        + f" {ADAM_BETAS}, wd {cfg['weight_decay']}, "
         f"lr {cfg['lr']} with {cfg['warmup']} warm-up steps and cosine decay to {cfg['min_lr_ratio']}×; "
         f"bf16 autocast; seed {cfg['seed']}.",
         f"- Training time: {training['train_seconds'] / 60:.1f} min on {where}.",
         "",
+    ]
+
+
+def _evaluation_lines(model: str, result: dict) -> list[str]:
+    """The Evaluation section: the `labkit eval` figures, and an example sample."""
+    lines = [
         "## Evaluation (`labkit eval --model " + model + "`, held-out plays)",
         "",
         "| metric | value |",
         "|---|---|",
     ]
-    for k in ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "nll_bits_per_token",
-              "word_validity", "distinct_2", "heldout_tokens"):
-        if k in result:
-            lines.append(f"| {k} | {result[k]} |")
+    lines += [f"| {k} | {result[k]} |" for k in EVAL_KEYS if k in result]
     if "example" in result:
         lines += ["", f"Samples: `{result['sampler']}` with {result['settings']}; 32 prompts from the "
                   "held-out plays, seed 0. Example:", "", "```", result["example"].strip(), "```"]
-    lines.append("")
+    return lines
+
+
+def write_card(model: str, result: dict) -> Path:
+    """Write README.md into the model's folder (an embedded name or a path) from its training.json,
+    config.json and weights, and the `labkit eval` figures in `result`. Returns its path."""
+    folder = weights_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
+    training = json.loads((folder / "training.json").read_text())
+    cfgm = json.loads((folder / "config.json").read_text())
+    lines = [*_model_lines(model, folder, training, cfgm), *_recipe_lines(training),
+             *_evaluation_lines(model, result), ""]
     path = folder / "README.md"
     path.write_text("\n".join(lines))
     return path

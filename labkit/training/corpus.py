@@ -7,14 +7,26 @@ Each play is rendered as plain speeches, the form every notebook prompts with:
 
 Stage directions, act/scene headings and the dramatis personae are dropped (they dominate the
 raw files and teach the model only "Exit"). Whole plays are held out for evaluation.
+`Corpus` is the training plays as one token stream, cut into batches.
 """
 from __future__ import annotations
 
 import importlib.util
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from .seeds import data_seed
+
+if TYPE_CHECKING:
+    from .recipes import TrainConfig
 
 HELDOUT = ("macbeth", "the-tempest")      # whole plays never trained on
+SPEECH_BREAK = "\n\n"                     # between speeches in a cleaned play
+SHORT_BATCH_MIN = 32                      # a short batch is at least this long (or half seq_len)
+AT_SPEECH_PROB = 0.5                      # share of rows that start at a speech (the rest anywhere)
 
 
 def plays_dir() -> Path:
@@ -64,7 +76,7 @@ def clean_play(markdown: str) -> str:
         if text:
             lines.append(text)
     _flush(speeches, speaker, lines)
-    return "\n\n".join(speeches) + "\n"
+    return SPEECH_BREAK.join(speeches) + "\n"
 
 
 def _flush(speeches: list[str], speaker: str | None, lines: list[str]) -> None:
@@ -83,3 +95,32 @@ def load_plays(split: str = "train") -> dict[str, str]:
         if (path.stem in HELDOUT) == (split == "heldout"):
             out[path.stem] = clean_play(path.read_text(encoding="utf-8"))
     return out
+
+
+class Corpus:
+    """Token stream of the training plays, one speech at a time, with speech start offsets.
+    Batches are a pure function of (seed, step), so a resumed run sees the same data."""
+
+    def __init__(self, tokenizer, texts: list[str]):
+        ids, starts = [], []
+        for text in texts:
+            for speech in text.split(SPEECH_BREAK):
+                starts.append(len(ids))
+                ids.extend(tokenizer(speech.strip("\n") + SPEECH_BREAK)["input_ids"])
+            ids.append(tokenizer.eos_token_id)
+        self.ids = torch.tensor(ids, dtype=torch.long)            # (N,)
+        self.starts = torch.tensor(starts, dtype=torch.long)      # (S,)
+
+    def batch(self, cfg: TrainConfig, step: int) -> torch.Tensor:
+        """(batch_size, L) windows; L = seq_len, or for a `short_batch_prob` share of steps a
+        random shorter length."""
+        g = torch.Generator().manual_seed(data_seed(cfg.seed, step))
+        L = cfg.seq_len
+        if torch.rand(1, generator=g).item() < cfg.short_batch_prob:
+            L = int(torch.randint(min(SHORT_BATCH_MIN, cfg.seq_len // 2), cfg.seq_len, (1,), generator=g))
+        n_max = len(self.ids) - L - 1
+        at_speech = torch.rand(cfg.batch_size, generator=g) < AT_SPEECH_PROB
+        speech = self.starts[torch.randint(len(self.starts), (cfg.batch_size,), generator=g)]
+        anywhere = torch.randint(n_max, (cfg.batch_size,), generator=g)
+        start = torch.where(at_speech, speech.clamp(max=n_max), anywhere)
+        return self.ids[start[:, None] + torch.arange(L)]         # (B, L)

@@ -1,0 +1,147 @@
+"""The training objectives, as small functions of (logits function, clean tokens, noise generator).
+
+- `masked_diffusion_loss`: LLaDA's pre-training loss (the diffusion models);
+- `ar_loss`: next-token cross-entropy (the autoregressive twin);
+- `block_distill_loss`: the block-shaped distillation loss (`labkit.training.distill`);
+- the terms both diffusion losses can add: `cap_term` (CAP's entropy penalty) and `edit_term` (T2T
+  training on `t2t_noise`);
+- `stratified_t`: the one draw of per-row masking ratios, shared with `labkit.eval` (the ELBO).
+
+The order in which each function draws from `generator` is part of its contract: the committed
+models were trained with it, so the same seed must keep giving the same noise.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+EPS = 1e-3                          # t ~ U(EPS, 1): the smallest masking probability
+STUTTER_OFFSETS = (-2, -1, 1, 2)    # where a neighbour copy in `t2t_noise` comes from
+
+
+def stratified_t(batch: int, eps: float = EPS, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Masking ratios t ~ U(eps, 1), one per row, low-discrepancy over the batch: one uniform
+    offset, rows evenly spaced in [0, 1) from it. Returns (batch,) on the CPU."""
+    u = (torch.rand(1, generator=generator) + torch.arange(batch) / batch) % 1.0
+    return (1 - eps) * u + eps
+
+
+def t2t_noise(x0: torch.Tensor, where: torch.Tensor, prob: float, stutter: float,
+              generator: torch.Generator | None, lo: int = 0) -> torch.Tensor:
+    """The written tokens draft-and-edit must learn to fix: each position in `where` (B, L) is, with
+    probability `prob`, replaced by noise, which is a copy of a neighbour (x0 at i-2, i-1, i+1 or
+    i+2, inside [lo, L)) with probability `stutter`, else a token drawn from the batch's positions
+    lo.. (unigram noise). Neighbour copies are the collisions of a parallel draft ("WhyWhy",
+    "not not"), which unigram noise almost never shows. Returns the noised x0 (B, L)."""
+    B, L = x0.shape
+    dev = x0.device
+    swap = where & (torch.rand(B, L, generator=generator).to(dev) < prob)
+    noise = x0[:, lo:].flatten()[torch.randint(B * (L - lo), (B, L), generator=generator).to(dev)]
+    if stutter:
+        offsets = torch.tensor(STUTTER_OFFSETS)
+        offset = offsets[torch.randint(len(offsets), (B, L), generator=generator)].to(dev)
+        src = torch.arange(L, device=dev) + offset                        # (B, L)
+        src = torch.where((src < lo) | (src >= L), torch.arange(L, device=dev) - offset, src)
+        copy = torch.rand(B, L, generator=generator).to(dev) < stutter
+        noise = torch.where(copy, x0.gather(1, src.clamp(0, L - 1)), noise)
+    return torch.where(swap, noise, x0)
+
+
+def cap_term(logp: torch.Tensor, target: torch.Tensor, weight: float) -> torch.Tensor:
+    """CAP (LLaDA2.0, after dParallel): weight · mean entropy of the predictions `logp` (M, V) whose
+    argmax is already `target` (M,); sharpening them lets threshold rules commit more per forward."""
+    right = logp.argmax(-1) == target                                    # (M,)
+    entropy = -(logp.exp() * logp).sum(-1)
+    return weight * (entropy * right).sum() / right.sum().clamp_min(1)
+
+
+def edit_term(logits: torch.Tensor, x0: torch.Tensor, written: torch.Tensor, weight: float) -> torch.Tensor:
+    """T2T training: weight · cross-entropy of the clean token at every `written` position (B, L),
+    noised or not, so the model learns to copy a right token and to correct a wrong one."""
+    return weight * F.cross_entropy(logits[written].float(), x0[written])
+
+
+def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: float = EPS,
+                          prompt_len: int = 0, generator: torch.Generator | None = None,
+                          t: torch.Tensor | None = None, cap_weight: float = 0.0,
+                          edit_prob: float = 0.0, edit_stutter: float = 0.0,
+                          edit_weight: float = 1.0) -> torch.Tensor:
+    """LLaDA pre-training loss: t ~ U(eps, 1) per row, mask each token with probability t,
+    cross-entropy on masked positions weighted by 1/t, averaged over all B·L answer tokens.
+    `prompt_len` positions are never masked (SFT). t is stratified across the batch
+    (`stratified_t`) unless given.
+
+    Two optional terms for the confident, self-correcting models parallel decoding needs:
+    - `cap_weight`: + `cap_term` on the masked positions;
+    - `edit_prob` (T2T training, as LLaDA2.1 needs for draft-and-edit): each unmasked answer token
+      is swapped with probability edit_prob for noise (`t2t_noise`, a neighbour's copy with
+      probability `edit_stutter`), and every unmasked answer position learns its clean token
+      (`edit_term`, weighted by `edit_weight`). A pure masked-diffusion model is never trained on
+      filled positions, so without this its T2T proposals there are noise."""
+    B, L = x0.shape
+    if t is None:
+        t = stratified_t(B, eps, generator)                              # (B,)
+    t = t.to(x0.device)
+    masked = torch.rand(B, L, generator=generator).to(x0.device) < t[:, None]   # (B, L)
+    masked[:, :prompt_len] = False
+    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
+    answer = torch.ones_like(masked)
+    answer[:, :prompt_len] = False
+    if edit_prob:
+        filled = ~masked & answer
+        xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, edit_stutter, generator), xt)
+    logits = logits_fn(xt)                                               # (B, L, V)
+    logp = F.log_softmax(logits[masked].float(), -1)                     # (M, V)
+    ce = -logp.gather(-1, x0[masked][:, None]).squeeze(-1)               # (M,)
+    weight = (1.0 / t)[:, None].expand(B, L)[masked]
+    loss = (ce * weight).sum() / (B * (L - prompt_len))
+    if cap_weight:
+        loss = loss + cap_term(logp, x0[masked], cap_weight)
+    if edit_prob:
+        loss = loss + edit_term(logits, x0, filled, edit_weight)
+    return loss
+
+
+def ar_loss(logits_fn, x0: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy: positions 0..L-2 predict tokens 1..L-1."""
+    logits = logits_fn(x0[:, :-1])                                       # (B, L-1, V)
+    return F.cross_entropy(logits.flatten(0, 1).float(), x0[:, 1:].flatten())
+
+
+def block_distill_loss(logits_fn, x0: torch.Tensor, attn: torch.Tensor, prompt_len: int,
+                       block_length: int, mask_id: int, *, eps: float = EPS,
+                       generator: torch.Generator | None = None, t: torch.Tensor | None = None,
+                       cap_weight: float = 0.0, edit_prob: float = 0.0, edit_stutter: float = 0.0,
+                       edit_weight: float = 1.0) -> torch.Tensor:
+    """x0 (B, P + G) teacher rows. Each row picks a block b and a ratio t ~ U(eps, 1) (stratified
+    over the batch unless given): blocks before b stay written, block b is masked with probability
+    t, later blocks are all masked, which is what semi-autoregressive decoding shows the model.
+    Cross-entropy on the masked positions of block b, plus `cap_term` on them and, with edit_prob,
+    written answer tokens swapped for `t2t_noise` (a neighbour's copy with probability
+    edit_stutter) that every written answer position must undo (`edit_term`), so draft-and-edit's
+    T2T proposals stay meaningful."""
+    B, L = x0.shape
+    G = L - prompt_len
+    num_blocks = G // block_length
+    dev = x0.device
+    if t is None:
+        t = stratified_t(B, eps, generator)                              # (B,)
+    t = t.to(dev)
+    block = torch.randint(num_blocks, (B,), generator=generator).to(dev)  # (B,)
+    pos_block = (torch.arange(L, device=dev) - prompt_len).div(block_length, rounding_mode="floor")  # (L,)
+    current = pos_block[None, :] == block[:, None]                       # (B, L)
+    later = pos_block[None, :] > block[:, None]
+    masked = (current & (torch.rand(B, L, generator=generator).to(dev) < t[:, None])) | later
+    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
+    written = ~masked & (pos_block[None, :] >= 0)                        # answer tokens on view
+    if edit_prob:
+        xt = torch.where(written, t2t_noise(x0, written, edit_prob, edit_stutter, generator, prompt_len), xt)
+    logits = logits_fn(xt, attn)                                         # (B, L, V)
+    target = masked & current
+    logp = F.log_softmax(logits[target].float(), -1)                     # (M, V)
+    loss = -logp.gather(-1, x0[target][:, None]).sum() / target.sum().clamp_min(1)
+    if cap_weight:
+        loss = loss + cap_term(logp, x0[target], cap_weight)
+    if edit_prob:
+        loss = loss + edit_term(logits, x0, written, edit_weight)
+    return loss

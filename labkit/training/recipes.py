@@ -1,0 +1,94 @@
+"""Training configurations: `TrainConfig`, every knob of a run with its checks, and `RECIPES`, the
+configurations of the committed models (`labkit train --recipe NAME`, `make model`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .losses import EPS
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    objective: str = "diffusion"   # "diffusion" (masked, bidirectional) or "ar" (causal twin)
+    vocab_size: int = 2048         # BPE vocabulary, specials included
+    hidden_size: int = 256
+    num_layers: int = 6
+    num_heads: int = 4
+    intermediate_size: int = 688
+    seq_len: int = 256             # training window = the model's context
+    batch_size: int = 16
+    steps: int = 3000
+    lr: float = 2e-3               # peak; linear warmup then cosine to lr * min_lr_ratio
+    min_lr_ratio: float = 0.1
+    warmup: int = 100
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    eps: float = EPS               # t ~ U(eps, 1): smallest masking probability
+    short_batch_prob: float = 0.1  # share of batches cut to a random shorter length (LLaDA uses 1%)
+    bf16: bool = True              # bfloat16 autocast: faster matmuls on AVX512-BF16 CPUs and GPUs
+    seed: int = 0
+    ckpt_every: int = 200          # steps between resumable checkpoints
+    cap_weight: float = 0.0        # CAP: entropy penalty on correct masked predictions (0 = off)
+    edit_prob: float = 0.0         # T2T training: share of unmasked tokens swapped for noise (0 = off)
+    edit_stutter: float = 0.0      # share of that noise that copies a neighbour (a parallel draft's collision)
+    init_from: str = ""            # "" = random init; else a model folder or embedded name ("tiny-ar")
+    shift_logits: bool = False     # Dream-style AR adaptation: hidden i-1 predicts token i
+    distill: int = 0               # > 0: self-distil on the init model's answers to this many prompts
+    distill_length: int = 128      # answer tokens the teacher writes per prompt
+    distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
+    distill_temperature: float = 0.0  # the teacher's sampling temperature (0 = greedy answers)
+    distill_top_p: float = 1.0     # ... within this nucleus (1.0 = the whole distribution)
+    distill_mix: float = 0.0       # share of each distillation batch drawn from the corpus instead
+                                   # (plain masked diffusion: keeps the variety of real text)
+
+    def __post_init__(self):
+        self._check_sizes()
+        self._check_shares()
+        self._check_combinations()
+
+    def _check_sizes(self) -> None:
+        if self.objective not in ("diffusion", "ar"):
+            raise ValueError(f"objective must be 'diffusion' or 'ar', got {self.objective!r}")
+        for name in ("steps", "batch_size", "ckpt_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.seq_len < 8:
+            raise ValueError(f"seq_len must be >= 8, got {self.seq_len}")
+
+    def _check_shares(self) -> None:
+        if not 0 <= self.edit_prob < 1:
+            raise ValueError(f"edit_prob must be in [0, 1), got {self.edit_prob}")
+        if not 0 <= self.edit_stutter <= 1:
+            raise ValueError(f"edit_stutter must be in [0, 1], got {self.edit_stutter}")
+        if not self.distill_temperature >= 0:
+            raise ValueError(f"distill_temperature must be >= 0, got {self.distill_temperature}")
+        if not 0 < self.distill_top_p <= 1:
+            raise ValueError(f"distill_top_p must be in (0, 1], got {self.distill_top_p}")
+        if not 0 <= self.distill_mix < 1:
+            raise ValueError(f"distill_mix must be in [0, 1), got {self.distill_mix}")
+
+    def _check_combinations(self) -> None:
+        if self.distill_mix and not self.distill:
+            raise ValueError("distill_mix mixes corpus rows into distillation batches; set distill > 0 too")
+        if round(self.batch_size * self.distill_mix) >= self.batch_size:
+            raise ValueError(f"distill_mix={self.distill_mix} leaves no teacher row in a batch of "
+                             f"{self.batch_size}; use a smaller distill_mix or a larger batch_size")
+        if not self.cap_weight >= 0:
+            raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
+        if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
+            raise ValueError("shift_logits, cap_weight, edit_prob and distill apply to objective='diffusion' only")
+        if self.distill < 0 or (self.distill and not self.init_from):
+            raise ValueError(f"distill must be 0 (off) or a prompt count > 0 with init_from set (the "
+                             f"teacher), got distill={self.distill}, init_from={self.init_from!r}")
+
+
+# The committed models, in the order they are trained: tiny-ar from scratch, tiny adapted from it,
+# tiny-cap distilled from tiny. How tiny-cap's settings were chosen: benchmarks/results/recipes.md.
+RECIPES = {
+    "tiny-ar": TrainConfig(objective="ar"),
+    "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
+    # self-distilled on tiny's own greedy answers to 512 training prompts, with CAP and T2T noise
+    # (half of it neighbour copies: the stutters a parallel draft makes)
+    "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=2000, lr=5e-4, warmup=50,
+                            cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, distill=512),
+}
