@@ -69,6 +69,36 @@ def check_seed(seed) -> None:
         raise ValueError(f"seed must be an integer in [-2**63, 2**64) or None, got {seed!r}")
 
 
+def prompt_texts(lm: Denoiser, prompt) -> list[str]:
+    """A prompt as the list of texts the loop encodes: a string; a list of strings (a batch);
+    chat messages ([{"role": "user", "content": ...}, ...]) or a list of such conversations,
+    rendered by the model's chat template with the assistant's turn opened."""
+    if isinstance(prompt, str) or _is_chat(prompt):
+        prompt = [prompt]
+    if not isinstance(prompt, (list, tuple)) or not prompt:
+        raise ValueError("prompt must be a non-empty string, a list of strings, or chat messages "
+                         "([{'role': 'user', 'content': '...'}])")
+    texts = [chat_text(lm, p) if _is_chat(p) else p for p in prompt]
+    for p in texts:
+        if not isinstance(p, str) or not p.strip():
+            raise ValueError(f"prompt must be non-empty text, got {p!r}")
+    return texts
+
+
+def _is_chat(p) -> bool:
+    return isinstance(p, (list, tuple)) and len(p) > 0 and all(isinstance(m, dict) for m in p)
+
+
+def chat_text(lm: Denoiser, messages) -> str:
+    """Chat messages rendered by the tokenizer's chat template, ending where the assistant writes."""
+    for m in messages:
+        if set(m) - {"role", "content"} or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            raise ValueError(f"a chat message must be {{'role': str, 'content': str}}, got {m!r}")
+    if not getattr(lm.tokenizer, "chat_template", None):
+        raise ValueError(f"model {lm.name!r} has no chat template: pass the prompt as text")
+    return lm.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+
+
 def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_scale, penalty_lambda):
     causal = lm.kind == "causal"
     if causal and not sampler.decodes_causal:
@@ -79,13 +109,7 @@ def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_
         raise ValueError(f"model {lm.name!r} has no mask token; diffusion decoding needs one")
     if causal and cfg_scale:
         raise ValueError("cfg_scale must be 0 for a causal model (guidance masks the prompt)")
-    if isinstance(prompts, str):
-        prompts = [prompts]
-    if not isinstance(prompts, (list, tuple)) or not prompts:
-        raise ValueError("prompt must be a non-empty string or a non-empty list of strings")
-    for p in prompts:
-        if not isinstance(p, str) or not p.strip():
-            raise ValueError(f"prompt must be non-empty text, got {p!r}")
+    prompts = prompt_texts(lm, prompts)
     num_blocks = check_knobs(sampler, gen_length=gen_length, block_length=block_length, steps=steps,
                              cfg_scale=cfg_scale, penalty_lambda=penalty_lambda)
     encoded = [lm.encode(p) for p in prompts]

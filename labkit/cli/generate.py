@@ -13,6 +13,8 @@ def add_parser(sub) -> None:
 
     g = sub.add_parser("generate", help="generate text and report NFE and time")
     g.add_argument("prompt")
+    g.add_argument("--chat", action="store_true", help="send the prompt as a user message through the "
+                   "model's chat template (instruct models)")
     model_args(g, default=None, help_default=f"{defaults.MODEL}; {defaults.PARALLEL_MODEL} for "
                 f"--sampler speed / quality")
     g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH)
@@ -73,6 +75,9 @@ def run(a) -> int:
     for text in notes:
         note(text)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
+    if a.chat:
+        from ..decode import chat_text
+        prompt = chat_text(lm, [{"role": "user", "content": a.prompt}])
     t0 = time.perf_counter()
     out = generate(lm, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
                    steps=a.steps, cfg_scale=a.cfg_scale, seed=a.seed, eos_early_stop=a.eos_early_stop,

@@ -56,6 +56,7 @@ class DLM:
     kind: str = "masked"             # "masked" (bidirectional denoiser) or "causal" (AR twin)
     max_length: int | None = None    # context length, when the model has one
     eot_id: int | None = None        # end-of-turn id of chat models (LLaDA's <|eot_id|>)
+    family: Any = None               # a models.families.Family: how this checkpoint is called
     begin_block: ClassVar[None] = None   # a plain model keeps nothing between steps
 
     def __post_init__(self):
@@ -73,6 +74,8 @@ class DLM:
     @torch.no_grad()
     def __call__(self, x: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """x (B, L) long → logits (B, L, V)."""
+        if self.family is not None:
+            return self.family.forward(self.net, x, attention_mask)
         out = self.net(input_ids=x, attention_mask=attention_mask)
         return out.logits if hasattr(out, "logits") else out[0]
 

@@ -51,7 +51,7 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
             return _to(lm, device, dtype)
     elif path.is_dir():
         raise FileNotFoundError(f"model folder {path} has no config.json")
-    return _to(_load_transformers(name, trust_remote_code, dtype), device, dtype)
+    return _load_transformers(name, path, trust_remote_code, dtype, device)
 
 
 def check_device(device) -> torch.device:
@@ -127,46 +127,92 @@ def _load_tiny(path: Path, name: str) -> DLM:
                max_length=net.config.max_position_embeddings)
 
 
-def _load_transformers(name: str, trust_remote_code: bool, dtype=None) -> DLM:
-    """Hub or local transformers model: a masked LM (LLaDA, Dream, BERT-style) or a causal LM."""
-    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
+                   "spiece.model")
+
+
+def _config(name: str, path: Path) -> tuple[dict, str]:
+    """config.json of a local folder or of a hub id in the local cache, and where it was read."""
+    if path.is_dir():
+        return json.loads((path / "config.json").read_text()), str(path)
+    from transformers.utils import cached_file
 
     try:
-        cfg = AutoConfig.from_pretrained(name, trust_remote_code=trust_remote_code)
-        tok = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+        file = cached_file(name, "config.json")
     except (OSError, ValueError) as e:
-        raise ValueError(f"cannot load model {name!r}: {str(e).splitlines()[0][:300]}") from None
-    archs = cfg.architectures or []
-    causal = (bool(getattr(cfg, "is_decoder", False)) or any(a.endswith("ForCausalLM") for a in archs)) \
-        and not any("LLaDA" in a or "Dream" in a for a in archs)
-    mask_id = tok.mask_token_id
-    if mask_id is None:
+        raise ValueError(f"cannot load model {name!r}: no local folder of that name and no hub model of that id "
+                         f"in the local cache ({str(e).splitlines()[0][:200]})") from None
+    return json.loads(Path(file).read_text()), name
+
+
+def _tokenizer(source: str, path: Path, trust_remote_code: bool):
+    from transformers import AutoTokenizer
+
+    if path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES):
+        raise ValueError(f"model folder {path} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}): "
+                         f"save the tokenizer next to the weights (tokenizer.save_pretrained)")
+    try:
+        return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot load the tokenizer of {source!r}: {str(e).splitlines()[0][:300]}") from None
+
+
+def _special_ids(name: str, family, cfg: dict, tok) -> dict:
+    """mask, pad, EOS and end-of-turn ids, checked against each other."""
+    mask_id = family.mask_id(cfg, tok) if family.kind == "masked" else None
+    if family.kind == "masked" and family.noise == "mask" and mask_id is None:
         for s in MASK_TOKEN_STRINGS:
             i = tok.convert_tokens_to_ids(s)
             if isinstance(i, int) and i != tok.unk_token_id:
                 mask_id = i
                 break
-    mask_id = getattr(cfg, "mask_token_id", None) or mask_id
-    if mask_id is None and not causal:
-        raise ValueError(f"model {name!r} has no mask token; a masked diffusion model needs one")
-    autos = (AutoModelForCausalLM,) if causal else (AutoModelForMaskedLM, AutoModel)
-    err = None
-    for auto in autos:
-        try:
-            net = auto.from_pretrained(name, trust_remote_code=trust_remote_code, dtype=dtype)
-            break
-        except (OSError, ValueError, KeyError) as e:
-            err = e
-    else:
-        raise ValueError(f"cannot load weights of {name!r}: {str(err).splitlines()[0][:300]}") from None
-    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+        if mask_id is None:
+            raise ValueError(f"model {name!r} has no mask token (config mask_token_id, tokenizer mask token); "
+                             f"a masked diffusion model needs one")
+    eos = cfg.get("eos_token_id") if tok.eos_token_id is None else tok.eos_token_id
+    eos = eos[0] if isinstance(eos, list) else eos
+    pad = tok.pad_token_id if tok.pad_token_id is not None else cfg.get("pad_token_id")
+    pad = pad if pad is not None else (eos if eos is not None else 0)
     if mask_id is not None and pad == mask_id:
         raise ValueError(f"model {name!r}: pad id equals mask id ({pad}); batching would break")
     vocab = tok.get_vocab()
     eot = next((vocab[s] for s in EOT_TOKEN_STRINGS if s in vocab), None)
-    return DLM(net=net, tokenizer=tok, mask_id=mask_id if mask_id is not None else -1,
-               eos_id=tok.eos_token_id, pad_id=pad, name=name, kind="causal" if causal else "masked",
-               max_length=getattr(cfg, "max_position_embeddings", None), eot_id=eot)
+    return {"mask_id": -1 if mask_id is None else mask_id, "pad_id": pad, "eos_id": eos, "eot_id": eot}
+
+
+def _load_transformers(name: str, path: Path, trust_remote_code: bool, dtype, device) -> DLM:
+    """A checkpoint in a published format, through its family (models.families)."""
+    from .families import FamilyError, detect
+
+    cfg, source = _config(name, path)
+    family = detect(cfg)
+    tok = _tokenizer(source, path, trust_remote_code)
+    ids = _special_ids(name, family, cfg, tok)
+    try:
+        with _quiet_loading():
+            net = family.build(source, cfg, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
+    except FamilyError:
+        raise
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise ValueError(f"cannot load weights of {name!r} ({family.name}): {str(e).splitlines()[0][:300]}") from None
+    lm = DLM(net=net, tokenizer=tok, name=name, kind=family.kind, max_length=family.context_length(cfg),
+             family=family, **ids)
+    _check_vocabulary(lm, cfg)
+    return lm
+
+
+def _check_vocabulary(lm: DLM, cfg: dict) -> None:
+    """One forward pass at load: the logits must have the vocabulary's size, and every id the
+    tokenizer makes must be a row of the embedding table."""
+    x = torch.tensor([[lm.pad_id, lm.pad_id]], device=lm.device)
+    width = lm(x).shape[-1]
+    n_tok = len(lm.tokenizer)
+    if width < n_tok:
+        raise ValueError(f"model {lm.name!r} gives {width} logits per position but its tokenizer has {n_tok} tokens: "
+                         f"a headless checkpoint, or a tokenizer larger than the embedding table")
+    expected = cfg.get("vocab_size")
+    if expected is not None and width != expected and width < expected:
+        raise ValueError(f"model {lm.name!r} gives {width} logits per position, not its vocab_size {expected}")
 
 
 def toy(seed: int = 0, causal: bool = False) -> DLM:

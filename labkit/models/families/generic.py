@@ -1,0 +1,62 @@
+"""Any transformers masked LM (BERT, RoBERTa, ModernBERT, ...) as a one-step-at-a-time denoiser,
+and any transformers causal LM (GPT-2, Llama, Qwen2, ...) as the autoregressive baseline. The
+class is the one transformers maps the config's model_type to, so the LM head is always there."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .base import Family, FamilyError
+
+
+def _mapping(kind: str) -> dict:
+    from transformers.models.auto import modeling_auto as auto
+
+    return (auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES if kind == "masked"
+            else auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+class _Transformers(Family):
+    def claims(self, config: dict) -> bool:
+        return config.get("model_type") in _mapping(self.kind)
+
+    def build(self, path, config, *, dtype, device, trust_remote_code):
+        from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+        auto = AutoModelForMaskedLM if self.kind == "masked" else AutoModelForCausalLM
+        net, info = auto.from_pretrained(path, dtype=dtype, trust_remote_code=trust_remote_code,
+                                         output_loading_info=True)
+        if info.get("missing_keys"):
+            missing = sorted(info["missing_keys"])
+            raise FamilyError(f"checkpoint {str(path)!r} lacks {len(missing)} weights of {type(net).__name__} "
+                              f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): a headless or "
+                              f"classification checkpoint has no trained language-model head")
+        return net.to(device).eval()
+
+    def forward(self, net, x, attention_mask):
+        extra = self.positions(x, attention_mask) if _takes_positions(type(net)) else {}
+        out = net(input_ids=x, attention_mask=attention_mask, **extra)
+        return out.logits
+
+
+@functools.cache
+def _takes_positions(cls) -> bool:
+    return "position_ids" in inspect.signature(cls.forward).parameters
+
+
+class MaskedLM(_Transformers):
+    name = "masked LM"
+    kind = "masked"
+    context_keys = ("max_position_embeddings",)
+
+
+class CausalLM(_Transformers):
+    name = "causal LM"
+    kind = "causal"
+    context_keys = ("max_position_embeddings", "n_positions", "max_sequence_length")
+
+    def mask_id(self, config, tokenizer) -> int | None:
+        return None                             # a causal model decodes left to right: no canvas of masks
+
+
+__all__ = ["CausalLM", "MaskedLM"]

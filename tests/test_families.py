@@ -1,0 +1,102 @@
+"""Checkpoints in transformers' own formats: masked LMs as denoisers, causal LMs as the AR
+baseline, chat prompts, and every bad checkpoint refused with one clear line."""
+import json
+
+import pytest
+import torch
+from families_common import check_family, save_tokenizer
+
+import labkit as lk
+
+SPECIALS = {"[PAD]": 0, "[MASK]": 1, "[SEP]": 2}
+CHAT = ("{% for m in messages %}<{{ m['role'] }}> {{ m['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}<assistant> {% endif %}")
+
+
+def bert(folder, *, vocab=96, tokenizer_vocab=96, head=True, chat=None, specials=None, **cfg):
+    from transformers import BertConfig, BertForMaskedLM, BertModel
+
+    specials = specials or {**SPECIALS, "<user>": 3, "<assistant>": 4}
+    save_tokenizer(folder, specials, tokenizer_vocab, mask="[MASK]", eos="[SEP]", pad="[PAD]", chat_template=chat)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=vocab, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64, **cfg)
+    (BertForMaskedLM if head else BertModel)(config).save_pretrained(folder)
+    return folder
+
+
+def test_a_masked_lm_is_a_denoiser_whose_rows_do_not_depend_on_their_batch(tmp_path):
+    lm = lk.load(str(bert(tmp_path / "bert")))
+    assert lm.kind == "masked" and lm.mask_id == 1 and lm.max_length == 64 and lm.family.name == "masked LM"
+    check_family(lm, rules=[lk.LowConfidence(), lk.Threshold(threshold=0.5)])
+
+
+def test_a_causal_lm_loads_with_its_head_as_the_ar_baseline(tmp_path):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    save_tokenizer(tmp_path, SPECIALS, 96, eos="[SEP]", pad="[PAD]")
+    GPT2LMHeadModel(GPT2Config(vocab_size=96, n_embd=16, n_layer=1, n_head=2, n_positions=64,
+                               bos_token_id=2, eos_token_id=2)).save_pretrained(tmp_path)
+    ar = lk.load(str(tmp_path))
+    assert ar.kind == "causal" and ar.max_length == 64 and ar(torch.tensor([[5, 6]])).shape == (1, 2, 96)
+    out = lk.generate(ar, ["to be", "the question is"], gen_length=4, block_length=4, steps=4)
+    assert out.stats["nfe"] == 4 and not (out.ids[:, -4:] == ar.mask_id).any()
+
+
+def test_chat_messages_go_through_the_chat_template(tmp_path):
+    lm = lk.load(str(bert(tmp_path / "chat", chat=CHAT)))
+    messages = [{"role": "user", "content": "to be or not"}]
+    out = lk.generate(lm, messages, gen_length=4, block_length=4, steps=4)
+    assert out.trace.prompt_len == len(lm.encode("<user> to be or not <assistant> "))
+    same = lk.generate(lm, "<user> to be or not <assistant> ", gen_length=4, block_length=4, steps=4)
+    assert torch.equal(out.ids, same.ids)
+    batch = lk.generate(lm, [messages, [{"role": "user", "content": "the mind"}]], gen_length=4, block_length=4,
+                        steps=4)
+    assert batch.ids.shape[0] == 2
+    with pytest.raises(ValueError, match="chat message must be"):
+        lk.generate(lm, [{"role": "user", "text": "hi"}], gen_length=4, block_length=4, steps=4)
+    with pytest.raises(ValueError, match="no chat template"):
+        lk.generate(lk.toy(), messages, gen_length=4, block_length=4, steps=4)
+
+
+def test_the_config_mask_id_wins_even_when_it_is_zero(tmp_path):
+    folder = bert(tmp_path / "zero", specials={"<|mdm_mask|>": 0, "[MASK]": 1, "[PAD]": 2, "[SEP]": 3})
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "mask_token_id": 0}))
+    lm = lk.load(str(folder))
+    assert lm.mask_id == 0 and lm.tokenizer.mask_token_id == 1
+
+
+@pytest.mark.parametrize("break_it, message", [
+    (lambda f: [p.unlink() for p in f.glob("tokenizer*")] + [p.unlink() for p in f.glob("special*")],
+     "no tokenizer files"),
+    (lambda f: (f / "config.json").write_text(json.dumps({"model_type": "t5", "architectures": ["T5Model"]})),
+     "neither a diffusion LM labkit knows nor a masked or causal language model"),
+    (lambda f: (f / "config.json").write_text(json.dumps({"model_type": "vit"})), "model_type 'vit'"),
+])
+def test_bad_checkpoints_are_refused_in_one_line(tmp_path, break_it, message):
+    folder = bert(tmp_path / "m")
+    break_it(folder)
+    with pytest.raises(ValueError, match=message):
+        lk.load(str(folder))
+
+
+def test_a_headless_checkpoint_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="headless or classification checkpoint"):
+        lk.load(str(bert(tmp_path / "headless", head=False)))
+
+
+def test_a_tokenizer_larger_than_the_embedding_table_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="tokenizer has 120 tokens"):
+        lk.load(str(bert(tmp_path / "big", vocab=96, tokenizer_vocab=120)))
+
+
+def test_a_missing_relative_folder_is_not_mistaken_for_a_cached_hub_model():
+    with pytest.raises(ValueError, match="no local folder of that name and no hub model"):
+        lk.load("runs/not-trained-yet")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_without_cuda_is_one_line(tmp_path):
+    with pytest.raises(ValueError, match="not available"):
+        lk.load(str(bert(tmp_path / "m")), device="cuda")
