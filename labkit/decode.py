@@ -34,7 +34,10 @@ class Output:
 
 
 def default_sampler(lm: Denoiser):
-    """LLaDA's rule for a diffusion model, left to right for a causal one."""
+    """The model family's own default (LLaDA2.x: its Q mode), else LLaDA's rule for a diffusion
+    model and left to right for a causal one."""
+    if lm.family is not None and lm.family.default_sampler is not None:
+        return resolve(lm.family.default_sampler)
     return Autoregressive() if lm.kind == "causal" else LowConfidence()
 
 

@@ -21,7 +21,7 @@ RULES = {
 class Scripted:
     """A stand-in model whose logits are a function of the canvas: logits_fn(x) → (B, L, V)."""
     kind, name, mask_id, pad_id, eos_id, eot_id, max_length = "masked", "scripted", 2, 0, 1, None, 256
-    begin_block = None                      # keeps nothing between steps (labkit.models.handle.Denoiser)
+    begin_block = family = None             # keeps nothing between steps (labkit.models.handle.Denoiser)
     device = torch.device("cpu")
 
     def __init__(self, logits_fn):

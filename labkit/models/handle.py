@@ -27,6 +27,7 @@ class Denoiser(Protocol):
     max_length: int | None        # context length, when the model has one
     tokenizer: Any                # a transformers tokenizer
     net: torch.nn.Module          # the network (parameters, dtype, config)
+    family: Any                   # a models.families.Family (how the checkpoint is called), or None
     begin_block: Callable[[int, int], None] | None
 
     @property
@@ -115,6 +116,7 @@ class Wrapper:
     max_length = property(lambda self: self.lm.max_length)
     tokenizer = property(lambda self: self.lm.tokenizer)
     net = property(lambda self: self.lm.net)
+    family = property(lambda self: self.lm.family)
     stop_ids = property(lambda self: self.lm.stop_ids)
     device = property(lambda self: self.lm.device)
 

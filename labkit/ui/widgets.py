@@ -180,7 +180,11 @@ class Lab:
         self.models = _Models(lm)
         self.lm = lm
         choices = self._sampler_choices(lm)
-        sampler = choices[0] if sampler is None else sampler     # low_confidence; autoregressive if causal
+        if sampler is None:                 # the family's default (LLaDA2.x: Q mode), else low_confidence
+            own = lm.family.default_sampler if lm.family is not None else None
+            if own in registry.PRESETS:     # a preset is draft_edit with its thresholds
+                own, (threshold, editing_threshold) = "draft_edit", preset_knobs(own).values()
+            sampler = own if own in choices else choices[0]
         if sampler not in choices:
             raise ValueError(f"sampler must be one of {', '.join(choices)} for model {lm.name!r}, got {sampler!r}")
         self._controls(prompt, choices, sampler, keywords, seed)

@@ -37,3 +37,7 @@ def detect(config: dict) -> Family:
 
 
 __all__ = ["FAMILIES", "CausalLM", "Family", "FamilyError", "MaskedLM", "detect", "register"]
+
+
+# labkit's native families register themselves on import (after `register` exists)
+from . import llada2  # noqa: E402,F401
