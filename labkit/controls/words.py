@@ -33,8 +33,12 @@ def variants(lm: Denoiser, word: str) -> list[list[int]]:
 
 @functools.lru_cache(maxsize=512)
 def _encode_all(tokenizer, forms: tuple[str, ...]) -> list[list[int]]:
-    """Token ids of each form, cached: controls ask for them at every step."""
-    return [tokenizer(f, add_special_tokens=False)["input_ids"] for f in forms]
+    """Token ids of each form, cached: controls ask for them at every step. A form the tokenizer
+    can only write with its unknown token is dropped (unless every form needs it)."""
+    seqs = [tokenizer(f, add_special_tokens=False)["input_ids"] for f in forms]
+    unk = tokenizer.unk_token_id
+    known = [s for s in seqs if unk is None or unk not in s]
+    return known or seqs
 
 
 def _occurs(x: torch.Tensor, seq: list[int], lo: int, hi: int, glue: torch.Tensor | None = None) -> torch.Tensor:

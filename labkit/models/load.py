@@ -14,7 +14,9 @@ from .handle import DLM, Denoiser
 
 EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap"}  # name → folder under labkit/weights/
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
-EOT_TOKEN_STRINGS = ("<|eot_id|>",)       # end of turn in chat models (LLaDA's Llama-style template)
+EOT_TOKEN_STRINGS = ("<|eot_id|>",       # end of turn: LLaDA's Llama-style template
+                     "<|im_end|>",       # Dream's ChatML
+                     "<|role_end|>")     # LLaDA2.x (from third-party descriptions of its template)
 
 
 def weights_dir() -> Path:
@@ -186,7 +188,7 @@ def _load_transformers(name: str, path: Path, trust_remote_code: bool, dtype, de
 
     cfg, source = _config(name, path)
     family = detect(cfg)
-    tok = _tokenizer(source, path, trust_remote_code)
+    tok = family.tokenizer(source, trust_remote_code) or _tokenizer(source, path, trust_remote_code)
     ids = _special_ids(name, family, cfg, tok)
     try:
         with _quiet_loading():

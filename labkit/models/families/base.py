@@ -29,6 +29,10 @@ class Family:
         """The network with the checkpoint's weights, in eval mode."""
         raise NotImplementedError
 
+    def tokenizer(self, source, trust_remote_code: bool = False):
+        """The family's own way to load its published tokenizer, or None: transformers' AutoTokenizer."""
+        return None
+
     def mask_id(self, config: dict, tokenizer) -> int | None:
         """The canvas's mask id: the config's `mask_token_id`, else the tokenizer's mask token."""
         if config.get("mask_token_id") is not None:

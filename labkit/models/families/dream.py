@@ -1,0 +1,213 @@
+"""Dream-v0 (Dream-org/Dream-v0-Instruct-7B, -Base-7B) in its published format, without its remote code.
+
+A Qwen2-7B (q/k/v biases, grouped-query attention, rotate-half RoPE, RMSNorm, SwiGLU) under the checkpoint's own
+names (`model.embed_tokens`, `model.layers.{i}.*`, `model.norm`, `lm_head`), attention bidirectional. Adapted from
+an AR model, Dream reads the logits predicting token i from the hidden state at i - 1 (position 0 keeps its own):
+`Dream.forward` applies that shift. Under left padding pads are masked as keys, pad queries attend to nothing and
+position ids restart at 0 on each row's first real token, so a row's answer does not depend on its batch.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .base import Family, FamilyError
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, h: Tensor) -> Tensor:                # (B, L, d), normalised in float32
+        h32 = h.float()
+        h32 = h32 * torch.rsqrt(h32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h32.to(h.dtype)
+
+
+def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:   # x (B, heads, L, hd); cos, sin (B, 1, L, hd)
+    a, b = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-b, a), dim=-1) * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, d: int, heads: int, kv_heads: int, hd: int):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, hd
+        self.q_proj = nn.Linear(d, heads * hd)
+        self.k_proj = nn.Linear(d, kv_heads * hd)
+        self.v_proj = nn.Linear(d, kv_heads * hd)
+        self.o_proj = nn.Linear(heads * hd, d, bias=False)
+
+    def forward(self, h: Tensor, cos: Tensor, sin: Tensor, keys: Tensor | None) -> Tensor:
+        """h (B, L, d); keys (B, 1, L, L) bool, True where a query may see a key, or None for all."""
+        b, n, _ = h.shape
+        q = self.q_proj(h).view(b, n, self.heads, self.hd).transpose(1, 2)      # (B, H, L, hd)
+        k = self.k_proj(h).view(b, n, self.kv_heads, self.hd).transpose(1, 2)   # (B, KV, L, hd)
+        v = self.v_proj(h).view(b, n, self.kv_heads, self.hd).transpose(1, 2)   # (B, KV, L, hd)
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        rep = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)  # (B, H, L, hd)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keys)          # (B, H, L, hd)
+        return self.o_proj(out.transpose(1, 2).reshape(b, n, self.heads * self.hd))
+
+
+class Layer(nn.Module):
+    def __init__(self, c: dict):
+        super().__init__()
+        d, heads = c["hidden_size"], c["num_attention_heads"]
+        kv_heads = c.get("num_key_value_heads") or heads
+        self.input_layernorm = RMSNorm(d, c["rms_norm_eps"])
+        self.self_attn = Attention(d, heads, kv_heads, c.get("head_dim") or d // heads)
+        self.post_attention_layernorm = RMSNorm(d, c["rms_norm_eps"])
+        self.mlp = nn.Module()
+        self.mlp.gate_proj = nn.Linear(d, c["intermediate_size"], bias=False)
+        self.mlp.up_proj = nn.Linear(d, c["intermediate_size"], bias=False)
+        self.mlp.down_proj = nn.Linear(c["intermediate_size"], d, bias=False)
+
+    def forward(self, h: Tensor, cos: Tensor, sin: Tensor, keys: Tensor | None, real: Tensor | None) -> Tensor:
+        """h (B, L, d); real (B, L, 1) 1 on real tokens, 0 on pads (their attention output is zero)."""
+        att = self.self_attn(self.input_layernorm(h), cos, sin, keys)
+        h = h + (att if real is None else att * real)
+        x, m = self.post_attention_layernorm(h), self.mlp
+        return h + m.down_proj(F.silu(m.gate_proj(x)) * m.up_proj(x))
+
+
+class DreamNet(nn.Module):
+    """The network under the checkpoint's parameter names. forward gives the raw logits (unshifted)."""
+
+    def __init__(self, config: dict):
+        super().__init__()
+        self.config = config
+        d, vocab = config["hidden_size"], config["vocab_size"]
+        self.model = nn.Module()
+        self.model.embed_tokens = nn.Embedding(vocab, d)
+        self.model.layers = nn.ModuleList(Layer(config) for _ in range(config["num_hidden_layers"]))
+        self.model.norm = RMSNorm(d, config["rms_norm_eps"])
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.head_dim = config.get("head_dim") or d // config["num_attention_heads"]
+
+    def rope(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """positions (B, L) → cos, sin (B, 1, L, hd), computed in float32 and cast to the activations' dtype."""
+        hd, theta = self.head_dim, float(self.config.get("rope_theta", 10000.0))
+        inv_freq = 1.0 / theta ** (torch.arange(0, hd, 2, dtype=torch.int64, device=positions.device).float() / hd)
+        freqs = positions[..., None].float() * inv_freq                          # (B, L, hd / 2)
+        angles = torch.cat((freqs, freqs), dim=-1)[:, None]                      # (B, 1, L, hd)
+        return angles.cos().to(dtype), angles.sin().to(dtype)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+                position_ids: Tensor | None = None) -> Tensor:
+        """input_ids (B, L), attention_mask (B, L) {0 pad, 1 token} → logits (B, L, V), where position i's
+        logits predict token i + 1 (the AR convention Dream was initialised with)."""
+        b, n = input_ids.shape
+        keys = real = None
+        if attention_mask is not None and not attention_mask.bool().all():
+            valid = attention_mask.bool()                                        # (B, L)
+            if position_ids is None:                                             # Dream's sampler: pads at 1
+                position_ids = (valid.long().cumsum(-1) - 1).masked_fill(~valid, 1)
+            keys = (valid[:, None, :] | ~valid[:, :, None])[:, None]             # (B, 1, L, L); pad rows see all
+            real = valid[:, :, None]                                             # (B, L, 1): then zeroed
+        if position_ids is None:
+            position_ids = torch.arange(n, device=input_ids.device).expand(b, n)
+        h = self.model.embed_tokens(input_ids)                                   # (B, L, d)
+        cos, sin = self.rope(position_ids, h.dtype)
+        real = None if real is None else real.to(h.dtype)
+        for layer in self.model.layers:
+            h = layer(h, cos, sin, keys, real)
+        return self.lm_head(self.model.norm(h))                                  # (B, L, V)
+
+
+def _file(path, name: str) -> Path | None:
+    """A file of a local checkpoint folder, or of a hub id in the local cache; None when it has none."""
+    if Path(path).is_dir():
+        return Path(path, name) if Path(path, name).is_file() else None
+    from transformers.utils import cached_file
+    found = cached_file(str(path), name, _raise_exceptions_for_missing_entries=False)
+    return Path(found) if found else None
+
+
+def _weight_files(path) -> list[Path]:
+    """The safetensors files: model.safetensors, or the shards model.safetensors.index.json names."""
+    if index := _file(path, "model.safetensors.index.json"):
+        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return [_file(path, s) or index.parent / s for s in shards]
+    if single := _file(path, "model.safetensors"):
+        return [single]
+    raise FamilyError(f"Dream checkpoint {str(path)!r} has no model.safetensors or model.safetensors.index.json")
+
+
+def _check_names(shapes: dict[str, tuple], expected: dict[str, tuple], optional: set[str], where) -> None:
+    """Clear FamilyError when the checkpoint's names or shapes are not the Dream layout."""
+    missing = sorted(set(expected) - set(shapes) - optional)
+    unexpected = sorted(set(shapes) - set(expected))
+    wrong = sorted(k for k in set(shapes) & set(expected) if tuple(shapes[k]) != tuple(expected[k]))
+    few = lambda ks: ", ".join(ks[:3]) + (", ..." if len(ks) > 3 else "")
+    for what, keys in (("lacks", missing), ("has unexpected", unexpected), ("has wrongly shaped", wrong)):
+        if keys:
+            raise FamilyError(f"Dream checkpoint {str(where)!r} {what} weights ({len(keys)}: {few(keys)}); "
+                              f"expected the published Qwen2-style names model.layers.{{i}}.self_attn.q_proj.weight, ...")
+
+
+class Dream(Family):
+    name = "Dream"
+    kind = "masked"
+    noise = "mask"
+    context_keys = ("max_position_embeddings",)   # 131072 in config; Dream's README calls 2048 its effective context
+    memory = "Dream-v0 7B: 15.2 GB (7.6B parameters)"
+
+    def claims(self, config: dict) -> bool:
+        return config.get("model_type") in ("Dream", "dream")
+
+    def build(self, path, config, *, dtype, device, trust_remote_code):
+        """Meta-device init, then the checkpoint's tensors assigned in place (no second copy). Remote code never runs."""
+        from safetensors import safe_open
+
+        unsupported = {k: config.get(k) for k in ("rope_scaling", "use_sliding_window", "use_mrope") if config.get(k)}
+        if unsupported or config.get("hidden_act", "silu") != "silu":
+            raise FamilyError(f"Dream checkpoint {str(path)!r} uses what labkit's Dream does not implement: "
+                              f"{unsupported or {'hidden_act': config.get('hidden_act')}}")
+        with torch.device("meta"):
+            net = DreamNet(config)
+        tied = bool(config.get("tie_word_embeddings", False))
+        expected = {k: tuple(v.shape) for k, v in net.state_dict().items()}
+        files, shapes = _weight_files(path), {}
+        for file in files:
+            with safe_open(str(file), framework="pt") as f:
+                shapes.update({k: tuple(f.get_slice(k).get_shape()) for k in f.keys()})
+        _check_names(shapes, expected, {"lm_head.weight"} if tied else set(), path)
+        state = {}
+        for file in files:
+            with safe_open(str(file), framework="pt") as f:
+                for k in f.keys():
+                    t = f.get_tensor(k)
+                    state[k] = t.to(device=device, dtype=dtype or t.dtype)
+        if tied:
+            state["lm_head.weight"] = state["model.embed_tokens.weight"]
+        net.load_state_dict(state, assign=True)
+        if tied:
+            net.lm_head.weight = net.model.embed_tokens.weight
+        return net.eval()
+
+    def tokenizer(self, source, trust_remote_code: bool = False):
+        """The published tokenizer (tokenizer_class "DreamTokenizer", remote code) is Qwen2's byte-level BPE:
+        transformers' Qwen2Tokenizer reads its vocab.json, merges.txt and specials. None: load it the usual way."""
+        config = _file(source, "tokenizer_config.json")
+        if trust_remote_code or not config or json.loads(config.read_text()).get("tokenizer_class") != "DreamTokenizer":
+            return None
+        from transformers import Qwen2Tokenizer
+        return Qwen2Tokenizer.from_pretrained(source)
+
+    def forward(self, net, x, attention_mask):
+        """logits (B, L, V) with logits[:, i] predicting token i: the net's raw logits shifted right by one,
+        position 0 keeping its own (as Dream's sampler does)."""
+        raw = net(x, attention_mask)                                             # (B, L, V), i predicts i + 1
+        return torch.cat((raw[:, :1], raw[:, :-1]), dim=1)
+
+
+from . import register  # noqa: E402  (registered once the class exists)
+
+DREAM = register(Dream())

@@ -1,0 +1,227 @@
+"""LLaDA-8B (Base, Instruct, LLaDA-1.5) in its published on-disk format, without the checkpoint's
+remote code (which transformers 5 cannot run): config.json keys as GSAI-ML wrote them
+(`d_model`, `n_layers`, `max_sequence_length`, ...) and weights named `model.transformer.*`.
+
+The network is a pre-norm "llama" block stack: RMSNorm (fp32 statistics, cast back, then the
+weight), bidirectional attention with rotate-half RoPE (fp32, theta from config), SwiGLU with
+`ff_proj` as the gate, an untied (or, with `weight_tying`, tied) head. No logit shift.
+
+Left padding: pads are never attended to (an additive key-padding mask, as in the October 2025
+upstream file). The official code numbers positions 0..T-1 over the padded input, so a row padded
+by p tokens starts its prompt at position p; this family by default numbers each row from 0 at its
+first real token instead (a deviation from upstream), so a padded row rotates q and k exactly as
+the unpadded row does. With pads masked, RoPE makes attention depend only on position differences,
+so the two numberings agree in exact arithmetic and differ only in rounding (which in bf16 can
+flip a near tie); `LLaDA(official_positions=True)` gives the upstream numbering."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from . import register
+from .base import Family, FamilyError
+
+# What this module implements; a config with any other value is refused rather than misread.
+FIXED = {"block_type": "llama", "layer_norm_type": "rms", "activation_type": "silu", "rope": True,
+         "rope_full_precision": True, "alibi": False, "attention_layer_norm": False, "include_bias": False,
+         "include_qkv_bias": False, "bias_for_layer_norm": False, "layer_norm_with_affine": True,
+         "input_emb_norm": False, "scale_logits": False, "block_group_size": 1}
+MOE_KEYS = ("num_experts", "num_experts_per_tok", "expert_intermediate_size", "moe_layer_freq")
+
+
+@dataclass(frozen=True)
+class Shape:
+    d: int            # d_model
+    layers: int       # n_layers
+    heads: int        # n_heads
+    kv_heads: int     # n_kv_heads
+    ff: int           # mlp_hidden_size
+    vocab: int        # embedding rows: embedding_size or vocab_size
+    theta: float      # rope_theta
+    eps: float        # rms_norm_eps
+    tied: bool        # weight_tying: the head is wte
+
+    @classmethod
+    def of(cls, config: dict) -> Shape:
+        need = ("d_model", "n_layers", "n_heads", "vocab_size", "rope_theta", "rms_norm_eps", "weight_tying", *FIXED)
+        missing = [k for k in need if k not in config]
+        if missing:
+            raise FamilyError(f"LLaDA config.json lacks {missing}; labkit reads these keys and assumes no defaults")
+        wrong = {k: config[k] for k, v in FIXED.items() if config[k] != v}
+        if wrong:
+            raise FamilyError(f"LLaDA config.json has {wrong}; labkit implements only {FIXED}")
+        kv = config.get("n_kv_heads") or (1 if config.get("multi_query_attention") else config["n_heads"])
+        ff = config.get("mlp_hidden_size") or config["mlp_ratio"] * config["d_model"]
+        return cls(d=config["d_model"], layers=config["n_layers"], heads=config["n_heads"], kv_heads=kv, ff=ff,
+                   vocab=config.get("embedding_size") or config["vocab_size"], theta=float(config["rope_theta"]),
+                   eps=float(config["rms_norm_eps"]), tied=bool(config["weight_tying"]))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float):
+        super().__init__()
+        self.weight, self.eps = nn.Parameter(torch.ones(d)), eps
+
+    def forward(self, x: Tensor) -> Tensor:                 # (..., d) → (..., d)
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return h.to(x.dtype) * self.weight                  # normalised in fp32, cast back, then scaled
+
+
+def rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x (B, H, L, hd), cos/sin (B, 1, L, hd) fp32 → x rotated (rotate-half pairing), x's dtype."""
+    h = x.float()
+    half = h.shape[-1] // 2
+    return (h * cos + torch.cat((-h[..., half:], h[..., :half]), -1) * sin).to(x.dtype)
+
+
+class Block(nn.Module):
+    def __init__(self, s: Shape):
+        super().__init__()
+        self.s, hd = s, s.d // s.heads
+        self.attn_norm, self.ff_norm = RMSNorm(s.d, s.eps), RMSNorm(s.d, s.eps)
+        self.q_proj = nn.Linear(s.d, s.heads * hd, bias=False)
+        self.k_proj = nn.Linear(s.d, s.kv_heads * hd, bias=False)
+        self.v_proj = nn.Linear(s.d, s.kv_heads * hd, bias=False)
+        self.attn_out = nn.Linear(s.d, s.d, bias=False)
+        self.ff_proj = nn.Linear(s.d, s.ff, bias=False)     # gate (SiLU side)
+        self.up_proj = nn.Linear(s.d, s.ff, bias=False)
+        self.ff_out = nn.Linear(s.ff, s.d, bias=False)
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor | None) -> Tensor:
+        B, L, _ = x.shape                                   # x (B, L, d); bias (B, 1, 1, L) additive or None
+        n = self.attn_norm(x)
+        q, k, v = (p(n).view(B, L, -1, self.s.d // self.s.heads).transpose(1, 2)       # (B, heads, L, hd)
+                   for p in (self.q_proj, self.k_proj, self.v_proj))
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        if self.s.kv_heads != self.s.heads:
+            k, v = (t.repeat_interleave(self.s.heads // self.s.kv_heads, dim=1) for t in (k, v))
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=False)  # (B, H, L, hd)
+        h = x + self.attn_out(a.transpose(1, 2).reshape(B, L, self.s.d))
+        n = self.ff_norm(h)
+        return h + self.ff_out(F.silu(self.ff_proj(n)) * self.up_proj(n))
+
+
+class LLaDANet(nn.Module):
+    """Parameter names are the checkpoint's: model.transformer.{wte, blocks.i.*, ln_f, ff_out}."""
+
+    def __init__(self, s: Shape, config: dict | None = None):
+        super().__init__()
+        self.s, self.config = s, config
+        parts = {"wte": nn.Embedding(s.vocab, s.d), "blocks": nn.ModuleList(Block(s) for _ in range(s.layers)),
+                 "ln_f": RMSNorm(s.d, s.eps)}
+        if not s.tied:
+            parts["ff_out"] = nn.Linear(s.d, s.vocab, bias=False)
+        self.model = nn.Module()
+        self.model.transformer = nn.ModuleDict(parts)
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+                position_ids: Tensor | None = None) -> Tensor:
+        """input_ids (B, L), attention_mask (B, L) {0 pad, 1 token}, position_ids (B, L) (default
+        0..L-1) → logits (B, L, vocab), position i predicting token i."""
+        t, (B, L) = self.model.transformer, input_ids.shape
+        x = t.wte(input_ids)                                # (B, L, d)
+        pos = torch.arange(L, device=x.device).expand(B, L) if position_ids is None else position_ids
+        hd = self.s.d // self.s.heads
+        inv = 1.0 / self.s.theta ** (torch.arange(0, hd, 2, device=x.device, dtype=torch.float32) / hd)  # (hd/2,)
+        ang = pos.float()[..., None] * inv                  # (B, L, hd/2)
+        ang = torch.cat((ang, ang), -1)[:, None]            # (B, 1, L, hd)
+        cos, sin = ang.cos(), ang.sin()
+        bias = None
+        if attention_mask is not None:                      # keys that are pads get -inf-like scores
+            bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+        for block in t.blocks:
+            x = block(x, cos, sin, bias)
+        x = t.ln_f(x)
+        return F.linear(x, t.wte.weight) if self.s.tied else t.ff_out(x)
+
+
+def _resolve(path: str | Path, filename: str) -> Path | None:
+    """A file of a local folder, or of a hub id already in the local cache; None if absent."""
+    if Path(path).is_dir():
+        f = Path(path) / filename
+        return f if f.is_file() else None
+    from transformers.utils import cached_file
+
+    f = cached_file(str(path), filename, _raise_exceptions_for_missing_entries=False)
+    return Path(f) if f else None
+
+
+def weight_files(path: str | Path) -> dict[Path, list[str]]:
+    """safetensors file → the parameter names it holds (model.safetensors, or the shards that
+    model.safetensors.index.json names)."""
+    from safetensors import safe_open
+
+    index = _resolve(path, "model.safetensors.index.json")
+    if index is not None:
+        by_file: dict[str, list[str]] = {}
+        for name, file in json.loads(index.read_text())["weight_map"].items():
+            by_file.setdefault(file, []).append(name)
+        files = {f: _resolve(path, f) for f in by_file}
+        absent = [f for f, p in files.items() if p is None]
+        if absent:
+            raise FamilyError(f"LLaDA checkpoint {str(path)!r}: shards named by the index are missing: {absent[:3]}")
+        return {files[f]: names for f, names in by_file.items()}
+    single = _resolve(path, "model.safetensors")
+    if single is None:
+        raise FamilyError(f"LLaDA checkpoint {str(path)!r} has neither model.safetensors nor "
+                          f"model.safetensors.index.json")
+    with safe_open(single, "pt") as f:
+        return {single: list(f.keys())}
+
+
+def check_names(expected: set[str], found: set[str], path) -> None:
+    missing, unexpected = sorted(expected - found), sorted(found - expected)
+    if missing or unexpected:
+        raise FamilyError(f"LLaDA checkpoint {str(path)!r} does not match the LLaDA-8B layout: "
+                          f"{len(missing)} missing ({', '.join(missing[:3])}), "
+                          f"{len(unexpected)} unexpected ({', '.join(unexpected[:3])})")
+
+
+class LLaDA(Family):
+    name = "LLaDA-8B"
+    kind = "masked"
+    noise = "mask"
+    context_keys = ("max_sequence_length",)
+    memory = "16 GB in bf16 (8.0B parameters)"
+
+    def __init__(self, official_positions: bool = False):
+        self.official_positions = official_positions   # True: positions 0..T-1 of the padded input, as upstream
+
+    def claims(self, config: dict) -> bool:
+        archs = config.get("architectures") or ["LLaDAModelLM"]
+        return (config.get("model_type") == "llada" and "LLaDAModelLM" in archs and "d_model" in config
+                and not any(k in config for k in MOE_KEYS))
+
+    def build(self, path, config, *, dtype, device, trust_remote_code) -> LLaDANet:
+        """Weights go shard by shard onto `device` (cast to `dtype` unless None) and are assigned
+        into a meta-device network: no random init, no second copy of the model."""
+        from safetensors.torch import load_file
+
+        with torch.device("meta"):
+            net = LLaDANet(Shape.of(config), config)
+        files = weight_files(path)
+        check_names(set(net.state_dict()), {n for names in files.values() for n in names}, path)
+        state = {}
+        for file in files:
+            for k, v in load_file(file, device=str(torch.device(device))).items():
+                state[k] = v if dtype is None else v.to(dtype)
+        net.load_state_dict(state, strict=True, assign=True)
+        return net.eval()
+
+    def forward(self, net, x, attention_mask):
+        pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
+        return net(x, attention_mask=attention_mask, position_ids=pos)
+
+    def __repr__(self) -> str:
+        return f"LLaDA(official_positions={self.official_positions})"
+
+
+LLADA = register(LLaDA())
+
+__all__ = ["LLADA", "LLaDA", "LLaDANet", "Shape"]
