@@ -100,3 +100,18 @@ def test_a_missing_relative_folder_is_not_mistaken_for_a_cached_hub_model():
 def test_cuda_without_cuda_is_one_line(tmp_path):
     with pytest.raises(ValueError, match="not available"):
         lk.load(str(bert(tmp_path / "m")), device="cuda")
+
+
+def test_readme_lists_every_family_labkit_loads():
+    from pathlib import Path
+
+    from labkit.models.families import FAMILIES
+
+    readme = Path(__file__).parents[1].joinpath("README.md").read_text()
+    table = readme.split("## Real models", 1)[1].split("\n## ", 1)[0]
+    import re
+
+    model_types = re.findall(r"^\| `([^`]+)` \|", table, re.M)          # the first column
+    assert model_types
+    for family in FAMILIES:
+        assert any(family.claims({"model_type": t}) for t in model_types), f"{family.name} is not in the table"
