@@ -15,6 +15,7 @@ class FamilyError(ValueError):
 class Family:
     """How one family's checkpoints are built and called. Subclasses override what differs."""
     name: ClassVar[str] = ""
+    model_type: ClassVar[str] = ""            # the config's model_type it claims ("" for transformers' own)
     kind: ClassVar[str] = "masked"            # "masked": bidirectional denoiser; "causal": left to right
     noise: ClassVar[str] = "mask"             # the canvas starts as masks ("mask") or random tokens ("uniform")
     context_keys: ClassVar[tuple[str, ...]] = ("max_position_embeddings",)

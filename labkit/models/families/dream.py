@@ -154,6 +154,7 @@ def _check_names(shapes: dict[str, tuple], expected: dict[str, tuple], optional:
 
 class Dream(Family):
     name = "Dream"
+    model_type = "Dream"
     kind = "masked"
     noise = "mask"
     context_keys = ("max_position_embeddings",)   # 131072 in config; Dream's README calls 2048 its effective context

@@ -185,6 +185,7 @@ def check_names(expected: set[str], found: set[str], path) -> None:
 
 class LLaDA(Family):
     name = "LLaDA-8B"
+    model_type = "llada"
     kind = "masked"
     noise = "mask"
     context_keys = ("max_sequence_length",)

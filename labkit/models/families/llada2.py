@@ -356,6 +356,7 @@ def _dtype(config: dict, dtype: torch.dtype | None) -> torch.dtype:
 
 class LLaDA2(Family):
     name = "LLaDA2"
+    model_type = "llada2_moe"
     kind = "masked"
     noise = "mask"
     context_keys = ("max_position_embeddings",)
