@@ -115,3 +115,16 @@ def test_readme_lists_every_family_labkit_loads():
     assert model_types
     for family in FAMILIES:
         assert family.model_type in model_types, f"{family.name} is not in the table"
+
+
+def test_the_panel_sends_a_chat_message_through_the_template(tmp_path):
+    from labkit.ui import widgets
+
+    lm = lk.load(str(bert(tmp_path / "chat", chat=CHAT)))
+    lab = widgets.Lab(lm, prompt="to be or not", gen_length=4, block_length=4, steps=4, run=False)
+    assert not lab.chat.disabled
+    lab.chat.value = True
+    out = lab.run()
+    assert out.trace.prompt_len == len(lm.encode("<user> to be or not <assistant> "))
+    plain = widgets.Lab(lk.toy(), run=False)
+    assert plain.chat.disabled and plain.prompt_value() == plain.prompt.value

@@ -70,8 +70,11 @@ def run(a) -> int:
         notes.insert(0, f"{a.sampler} mode runs on {a.model}, the lab's model for parallel decoding "
                         f"(choose another with --model)")
     lm = load_model(a)
+    own = lm.family.default_sampler if lm.family is not None else None   # e.g. LLaDA2.x: quality
     if a.sampler is None and lm.kind == "causal" and name != "autoregressive":
         name, sampler, notes = _sampler(a, default="autoregressive")     # its flags checked again
+    elif a.sampler is None and own is not None and name != own:
+        name, sampler, notes = _sampler(a, default=own)
     for text in notes:
         note(text)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"

@@ -26,7 +26,9 @@ def weights_dir() -> Path:
 def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
          dtype: torch.dtype | None = None, trust_remote_code: bool = False) -> Denoiser:
     """`load("tiny")` gives the embedded model; a folder with config.json loads that folder; any
-    other string goes to `transformers` (a hub id needs its weights in the local cache)."""
+    other string goes to `transformers` (a hub id needs its weights in the local cache). A
+    published checkpoint loads in its own dtype, and in bfloat16 on a GPU unless `dtype` says
+    otherwise; its weights go straight to `device`."""
     if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
         raise ValueError(f"model must be 'tiny' or a model folder, got {name_or_path!r}")
     device = check_device(device)
@@ -53,6 +55,8 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
             return _to(lm, device, dtype)
     elif path.is_dir():
         raise FileNotFoundError(f"model folder {path} has no config.json")
+    if dtype is None and device.type == "cuda":
+        dtype = torch.bfloat16                   # the published models' own precision
     return _load_transformers(name, path, trust_remote_code, dtype, device)
 
 

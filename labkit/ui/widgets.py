@@ -200,6 +200,8 @@ class Lab:
         self.model = w.Dropdown(options=self.models.names, value=self.lm.name, description="model", style=style)
         self.model_chosen = False       # set when the user picks a model; presets then keep it
         self.prompt = w.Textarea(prompt, description="prompt", layout=w.Layout(width="520px", height="64px"))
+        self.chat = w.Checkbox(False, description="as a chat message", indent=False,
+                               tooltip="send the prompt through the model's chat template (instruct models)")
         self.sampler = w.Dropdown(options=choices, value=sampler, description="sampler", style=style)
         self.presets = {label: w.Button(description=label, tooltip=f"{name}: DraftEdit {preset_knobs(name)}")
                         for label, name in PRESETS.items()}
@@ -257,7 +259,7 @@ class Lab:
         knobs = [self.gen_length, self.block_length, self.steps, self.temperature, self.top_p, self.threshold,
                  self.editing_threshold, self.factor, self.entropy_bound]
         self.widget = w.VBox([
-            w.HBox([self.model, self.prompt]),
+            w.HBox([self.model, self.prompt, self.chat]),
             w.HBox([self.sampler, *self.presets.values()]),
             w.GridBox(knobs, layout=w.Layout(grid_template_columns="repeat(2, 340px)")),
             w.HBox([self.keywords, self.seed, self.generate_button, self.progress]),
@@ -270,7 +272,14 @@ class Lab:
         """A causal model decodes left to right only; a masked one takes every diffusion rule."""
         return tuple(n for n in registry.names_for(lm.kind) if n in SAMPLERS)
 
+    def prompt_value(self):
+        """The prompt box as the loop takes it: text, or one user message when `chat` is ticked."""
+        return [{"role": "user", "content": self.prompt.value}] if self.chat.value else self.prompt.value
+
     def _enable(self) -> None:
+        self.chat.disabled = not getattr(self.lm.tokenizer, "chat_template", None)   # no template: text only
+        if self.chat.disabled:
+            self.chat.value = False
         uses = USES[self.sampler.value]
         for knob in KNOBS:
             getattr(self, knob).disabled = knob not in uses
@@ -403,7 +412,7 @@ class Lab:
         b = self.generate_button
         b.description, b.icon, b.button_style = ("Stop", "stop", "warning") if on else ("Generate", "play", "primary")
         self.scrubber.enable(not on)
-        for control in (self.model, self.prompt, self.sampler, self.keywords, self.seed, self.gen_length,
+        for control in (self.model, self.prompt, self.chat, self.sampler, self.keywords, self.seed, self.gen_length,
                         self.block_length, *self.presets.values()):
             control.disabled = on
         if on:
@@ -463,7 +472,7 @@ class Lab:
                 next_heat[0] = now + (max(4 * self.live_every, 20 * cost) if self.live_every else 0.0)
 
         try:
-            out = generate(lm, self.prompt.value, rule, controls=controls, on_start=started.append,
+            out = generate(lm, self.prompt_value(), rule, controls=controls, on_start=started.append,
                            on_step=on_step, **settings)
         except ValueError as e:
             self.error = _report(self.message, str(e))
