@@ -108,6 +108,9 @@ def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_
         raise ValueError(f"model {lm.name!r} is causal (kind='causal'): it can only be decoded left "
                          f"to right, with sampler=Autoregressive(); {type(sampler).__name__} needs "
                          f"a masked diffusion model")
+    if lm.family is not None and lm.family.noise == "uniform":
+        raise ValueError(f"model {lm.name!r} ({lm.family.name}) starts from uniform random tokens, not masks: labkit's "
+                         f"mask loop cannot decode it; use labkit.models.families.diffusion_gemma.generate_recorded")
     if not causal and (lm.mask_id is None or lm.mask_id < 0):
         raise ValueError(f"model {lm.name!r} has no mask token; diffusion decoding needs one")
     if causal and cfg_scale:
