@@ -157,10 +157,16 @@ def _tokenizer(source: str, path: Path, trust_remote_code: bool):
     if path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES):
         raise ValueError(f"model folder {path} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}): "
                          f"save the tokenizer next to the weights (tokenizer.save_pretrained)")
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()     # the tokenizer loader warns about model types it does not know
     try:
         return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as e:
         raise ValueError(f"cannot load the tokenizer of {source!r}: {str(e).splitlines()[0][:300]}") from None
+    finally:
+        hf_logging.set_verbosity(level)
 
 
 def _special_ids(name: str, family, cfg: dict, tok) -> dict:

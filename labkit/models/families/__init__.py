@@ -40,4 +40,4 @@ __all__ = ["FAMILIES", "CausalLM", "Family", "FamilyError", "MaskedLM", "detect"
 
 
 # labkit's native families register themselves on import (after `register` exists)
-from . import diffusion_gemma, dream, llada, llada2  # noqa: E402,F401
+from . import diffusion_gemma, dream, llada, llada2, llada_moe  # noqa: E402,F401

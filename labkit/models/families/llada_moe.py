@@ -1,0 +1,358 @@
+"""LLaDA-MoE-7B-A1B (inclusionAI, Base / Instruct) in its published on-disk format, without the
+checkpoint's remote code (which transformers 5 cannot run). A clean-room port of the architecture
+as described in the lab's format notes (families.md, section 2):
+
+    embed_tokens → N × [ h = x + o_proj(Attn(input_layernorm(x)))
+                         y = h + MoE(post_attention_layernorm(h)) (+ shared_expert(same input)) ] → norm → lm_head
+
+* attention: separate q/k/v/o projections (`self_attn.*`), per-head RMSNorm of q and k over head_dim
+  (`q_norm`, `k_norm`, config `qk_layernorm`) before rotate-half RoPE on the first
+  head_dim · partial_rotary_factor channels; bidirectional; scale 1/sqrt(head_dim); optional
+  `clip_qkv` clamp of q, k, v.
+* MoE (`mlp.gate` router without bias, `mlp.experts.{j}.{gate,up,down}_proj` SwiGLU experts of
+  `expert_intermediate_size`): probabilities = softmax of the router logits in float32 (plus the
+  `mlp.expert_bias` buffer if `moe_router_enable_expert_bias`), top `num_experts_per_tok`, weights =
+  the chosen probabilities, NOT renormalised (the published forward hard-codes norm_topk_prob=False
+  whatever the config says), cast to the activation dtype. Layers with `moe_layer_freq[i] == 0` hold a
+  dense SwiGLU `mlp.{gate,up,down}_proj` of `dense_intermediate_size`; a non-null
+  `shared_expert_intermediate_size` adds `shared_expert.*` on the decoder layer.
+* RMSNorm: fp32 statistics, cast back, then × weight. Logits in the model dtype, no shift.
+
+`model_type` is "llada", the same string as LLaDA-8B: this family claims a config only when it has
+the MoE keys (`num_experts`, `expert_intermediate_size`, ...) and no `d_model`; the LLaDA-8B family
+refuses such configs, so `detect` tells them apart either way round.
+
+Left padding: pads are never attended to (additive key-padding mask, the October 2025 upstream
+behaviour; another published copy ignores the mask). Positions count from each row's first real
+token by default; `LLaDAMoE(official_positions=True)` numbers 0..T-1 over the padded input as the
+published code does. With pads masked the two agree up to rounding (RoPE sees only differences).
+
+Unverified assumptions (families.md marks them [?] or third-party; check against the real
+config.json and model.safetensors.index.json):
+  1. config keys `hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads`,
+     `num_experts`, `num_experts_per_tok`, `expert_intermediate_size`, `rope_theta`, `rms_norm_eps` are
+     read as named; `rms_norm_eps` falls back to 1e-5 (the config class default) when absent.
+  2. `partial_rotary_factor` absent or <= 0 (the config class default is -1) is read as 1.0, full
+     rotary (llama.cpp asserts rope dims == head_dim); `LLaDAMoE(rotary_factor=...)` overrides it.
+  3. `qk_layernorm` absent is read as true; `moe_layer_freq` absent as every layer MoE;
+     `shared_expert_intermediate_size` / `moe_router_enable_expert_bias` absent as none.
+  4. routing: softmax, top-k, no renormalisation, no scaling; `norm_topk_prob`,
+     `moe_router_score_function`, `routed_scaling_factor`, `router_num_group`, `router_topk_group` are
+     ignored as the published forward ignores them. `LLaDAMoE(renormalize=True)` renormalises the
+     top-k weights to sum 1 instead.
+  5. mask id: config `mask_token_id` if present, else the tokenizer's mask token, else `<|mask|>`
+     (156895 in the published tokenizer; the loader's fallback list has it).
+  6. any rope scaling other than "default" is refused rather than guessed.
+"""
+from __future__ import annotations
+
+from dataclasses import MISSING, dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from . import register
+from .base import Family, FamilyError
+from .llada import weight_files
+from .llada2 import MLP, RMSNorm, apply_rotary, rotary
+
+MOE_KEYS = ("num_experts", "num_experts_per_tok", "expert_intermediate_size")
+ARCHS = ("LLaDAMoEModelLM", "LLaDAMoEModel")
+# the published checkpoint's sizes (families.md 2.1-2.2), for the memory figure only
+PUBLISHED = {"vocab_size": 157184, "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
+             "num_key_value_heads": 16, "num_experts": 64, "num_experts_per_tok": 8, "expert_intermediate_size": 1024,
+             "rope_theta": 50000.0}
+
+
+@dataclass(frozen=True)
+class LLaDAMoEConfig:
+    """The config.json keys the network reads; defaults only where families.md gives the config
+    class's default or the published checkpoint's evident value (see the module docstring)."""
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_experts: int
+    num_experts_per_tok: int
+    expert_intermediate_size: int
+    rope_theta: float
+    num_key_value_heads: int | None = None          # None → num_attention_heads
+    head_dim: int | None = None                     # None → hidden_size / num_attention_heads
+    rms_norm_eps: float = 1e-5
+    partial_rotary_factor: float = -1.0             # <= 0 → 1.0 (assumption 2)
+    qk_layernorm: bool = True
+    attention_bias: bool = False
+    clip_qkv: float | None = None
+    moe_layer_freq: tuple[int, ...] | int = 1       # per layer: 1 MoE, 0 dense
+    dense_intermediate_size: int | None = None
+    shared_expert_intermediate_size: int | None = None
+    moe_router_enable_expert_bias: bool = False
+    tie_word_embeddings: bool = False
+
+    @classmethod
+    def from_dict(cls, config: dict) -> LLaDAMoEConfig:
+        known = {f.name for f in fields(cls)}
+        kw = {k: config[k] for k in known if config.get(k) is not None}
+        rope = config.get("rope_parameters") or {}           # transformers-5 style, if re-saved
+        for key in ("rope_theta", "partial_rotary_factor"):
+            if key not in kw and rope.get(key) is not None:
+                kw[key] = rope[key]
+        scaling = config.get("rope_scaling") or rope
+        if scaling.get("rope_type", scaling.get("type", "default")) != "default":
+            raise FamilyError(f"LLaDA-MoE: rope scaling {scaling} is not supported (only the default rope)")
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.name not in kw]
+        if missing:
+            raise FamilyError(f"LLaDA-MoE config.json lacks {', '.join(missing)}; labkit assumes no default for these")
+        if isinstance(kw.get("moe_layer_freq"), list):
+            kw["moe_layer_freq"] = tuple(kw["moe_layer_freq"])
+        cfg = cls(**kw)
+        cfg.check()
+        return cfg
+
+    def check(self) -> None:
+        freq = self.moe_layer_freq
+        if (len(freq) != self.num_hidden_layers) if isinstance(freq, tuple) else freq != 1:
+            raise FamilyError(f"LLaDA-MoE config.json: moe_layer_freq {freq!r} is neither 1 nor a list of "
+                              f"{self.num_hidden_layers} flags; labkit reads only those")
+        if not all(self.is_moe(i) for i in range(self.num_hidden_layers)) and not self.dense_intermediate_size:
+            raise FamilyError("LLaDA-MoE config.json has dense layers (moe_layer_freq 0) but no dense_intermediate_size")
+        h, kv, _ = self.heads
+        if h % kv or self.num_experts_per_tok > self.num_experts:
+            raise FamilyError(f"LLaDA-MoE config.json: {h} heads over {kv} kv heads, top {self.num_experts_per_tok} "
+                              f"of {self.num_experts} experts")
+
+    def is_moe(self, i: int) -> bool:
+        return bool(self.moe_layer_freq[i]) if isinstance(self.moe_layer_freq, tuple) else True
+
+    @property
+    def heads(self) -> tuple[int, int, int]:
+        """(H query heads, KV key/value heads, hd head dim)."""
+        h = self.num_attention_heads
+        return h, self.num_key_value_heads or h, self.head_dim or self.hidden_size // h
+
+
+def parameter_count(config: dict) -> int:
+    """Parameters of a checkpoint with this config, from its shapes (arithmetic, no network built;
+    the tests check it against the meta-device network's state dict)."""
+    c = LLaDAMoEConfig.from_dict(config)
+    (h, kv, hd), d = c.heads, c.hidden_size
+    bias = c.attention_bias
+    attn = d * h * hd * 2 + d * kv * hd * 2 + (h * hd + 2 * kv * hd + d) * bias + 2 * hd * c.qk_layernorm
+    moe = c.num_experts * (d + 3 * d * c.expert_intermediate_size) + c.num_experts * c.moe_router_enable_expert_bias
+    dense = 3 * d * (c.dense_intermediate_size or 0)
+    shared = 3 * d * (c.shared_expert_intermediate_size or 0)
+    layers = sum(attn + 2 * d + shared + (moe if c.is_moe(i) else dense) for i in range(c.num_hidden_layers))
+    return layers + c.vocab_size * d * (1 if c.tie_word_embeddings else 2) + d
+
+
+# ------------------------------------------------------------------------------------------ modules
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: LLaDAMoEConfig):
+        super().__init__()
+        self.h, self.kv, self.hd = cfg.heads
+        d, bias = cfg.hidden_size, cfg.attention_bias
+        self.q_proj = nn.Linear(d, self.h * self.hd, bias=bias)
+        self.k_proj = nn.Linear(d, self.kv * self.hd, bias=bias)
+        self.v_proj = nn.Linear(d, self.kv * self.hd, bias=bias)
+        self.o_proj = nn.Linear(self.h * self.hd, d, bias=bias)
+        if cfg.qk_layernorm:
+            self.q_norm, self.k_norm = RMSNorm(self.hd, cfg.rms_norm_eps), RMSNorm(self.hd, cfg.rms_norm_eps)
+        self.qk_norm, self.clip = cfg.qk_layernorm, cfg.clip_qkv
+
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], bias: Tensor | None) -> Tensor:
+        """x (B, L, d), rope cos/sin (B, 1, L, rot) fp32, bias (B, 1, 1, L) additive or None → (B, L, d)."""
+        B, L, _ = x.shape
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        if self.clip is not None:
+            q, k, v = (t.clamp(-self.clip, self.clip) for t in (q, k, v))
+        q, k, v = q.view(B, L, self.h, self.hd), k.view(B, L, self.kv, self.hd), v.view(B, L, self.kv, self.hd)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)                                   # per head, over hd
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))                            # (B, h|kv, L, hd)
+        q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        if self.kv != self.h:
+            k, v = (t.repeat_interleave(self.h // self.kv, dim=1) for t in (k, v))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=False, scale=self.hd ** -0.5)
+        return self.o_proj(out.transpose(1, 2).reshape(B, L, self.h * self.hd))
+
+
+class MoE(nn.Module):
+    """Softmax router (`gate`, no bias) over `experts`; weights are the chosen softmax
+    probabilities, not renormalised unless `renormalize` is set."""
+
+    def __init__(self, cfg: LLaDAMoEConfig):
+        super().__init__()
+        self.gate = nn.Linear(cfg.hidden_size, cfg.num_experts, bias=False)
+        self.experts = nn.ModuleList(MLP(cfg.hidden_size, cfg.expert_intermediate_size) for _ in range(cfg.num_experts))
+        if cfg.moe_router_enable_expert_bias:
+            self.register_buffer("expert_bias", torch.zeros(cfg.num_experts))
+        self.top_k, self.renormalize = cfg.num_experts_per_tok, False
+
+    def route(self, flat: Tensor) -> tuple[Tensor, Tensor]:
+        """flat (T, d) → expert ids (T, k) long, weights (T, k) in flat's dtype."""
+        p = F.softmax(self.gate(flat).float(), dim=-1)                              # (T, E) fp32
+        if hasattr(self, "expert_bias"):
+            p = p + self.expert_bias.float()                                        # upstream adds it to p itself
+        w, ids = p.topk(self.top_k, dim=-1)
+        if self.renormalize:
+            w = w / w.sum(-1, keepdim=True)
+        return ids, w.to(flat.dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x (B, L, d) → Σ_k w_k · expert_k(x), (B, L, d)."""
+        flat = x.reshape(-1, x.shape[-1])                                           # (T, d)
+        ids, w = self.route(flat)
+        out = torch.zeros_like(flat)
+        for e in ids.unique().tolist():
+            tok, slot = (ids == e).nonzero(as_tuple=True)                           # tokens routed to expert e
+            out.index_add_(0, tok, self.experts[e](flat[tok]) * w[tok, slot, None])
+        return out.view_as(x)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: LLaDAMoEConfig, i: int):
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MoE(cfg) if cfg.is_moe(i) else MLP(cfg.hidden_size, cfg.dense_intermediate_size)
+        if cfg.shared_expert_intermediate_size:
+            self.shared_expert = MLP(cfg.hidden_size, cfg.shared_expert_intermediate_size)
+
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], bias: Tensor | None) -> Tensor:   # (B, L, d)
+        h = x + self.self_attn(self.input_layernorm(x), rope, bias)
+        n = self.post_attention_layernorm(h)
+        y = self.mlp(n)
+        return h + (y + self.shared_expert(n) if hasattr(self, "shared_expert") else y)
+
+
+class Backbone(nn.Module):
+    def __init__(self, cfg: LLaDAMoEConfig):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+class LLaDAMoENet(nn.Module):
+    """LLaDAMoEModelLM's parameter layout (`model.*`, `lm_head`); logits in the model dtype."""
+
+    def __init__(self, cfg: LLaDAMoEConfig, rotary_factor: float | None = None):
+        super().__init__()
+        self.config = cfg
+        factor = rotary_factor or (cfg.partial_rotary_factor if cfg.partial_rotary_factor > 0 else 1.0)
+        self.rotary_dim = int(cfg.heads[2] * factor)
+        self.model = Backbone(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None,
+                position_ids: Tensor | None = None) -> Tensor:
+        """input_ids (B, L), attention_mask (B, L) {0 pad, 1 token}, position_ids (B, L) (default
+        0..L-1) → logits (B, L, V), position i predicting token i."""
+        B, L = input_ids.shape
+        x = self.model.embed_tokens(input_ids)                                      # (B, L, d)
+        pos = torch.arange(L, device=x.device).expand(B, L) if position_ids is None else position_ids
+        rope = rotary(pos, self.rotary_dim, self.config.rope_theta)
+        bias = None
+        if attention_mask is not None:                                              # pad keys get -inf-like scores
+            bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
+        for layer in self.model.layers:
+            x = layer(x, rope, bias)
+        return self.lm_head(self.model.norm(x))
+
+
+# ------------------------------------------------------------------------------------------ weights
+
+
+def _names_error(path, missing: set[str], unexpected: set[str]) -> FamilyError:
+    def few(names):
+        names = sorted(names)
+        return ", ".join(names[:4]) + (f", ... ({len(names)} in all)" if len(names) > 4 else "")
+    parts = ([f"{len(missing)} missing ({few(missing)})"] if missing else []) + \
+        ([f"{len(unexpected)} unexpected ({few(unexpected)})"] if unexpected else [])
+    return FamilyError(f"LLaDA-MoE checkpoint {str(path)!r} does not match the LLaDA-MoE layout of its config.json: "
+                       f"{'; '.join(parts)}")
+
+
+def read_weights(path, expected: dict[str, torch.Size], *, dtype, device) -> dict[str, Tensor]:
+    """The checkpoint's tensors, shard by shard and one tensor at a time onto `device` (cast to
+    `dtype` unless None); names checked against `expected` (name → shape) before anything is read."""
+    from safetensors import safe_open
+
+    files = weight_files(path)
+    found = {n for names in files.values() for n in names}
+    if found != set(expected):
+        raise _names_error(path, set(expected) - found, found - set(expected))
+    state = {}
+    for file, names in files.items():
+        with safe_open(str(file), framework="pt", device="cpu") as f:
+            for name in names:
+                t = f.get_tensor(name)
+                if t.shape != expected[name]:
+                    raise FamilyError(f"LLaDA-MoE checkpoint {str(path)!r}: {name} has shape {tuple(t.shape)}, "
+                                      f"config.json implies {tuple(expected[name])}")
+                cast = dtype if dtype is not None and t.is_floating_point() else t.dtype
+                state[name] = t.to(device=device, dtype=cast)
+    return state
+
+
+# ------------------------------------------------------------------------------------------ family
+
+PUBLISHED_PARAMETERS = parameter_count(PUBLISHED)       # 7 356 880 896: families.md's byte count / 2
+
+
+class LLaDAMoE(Family):
+    name = "LLaDA-MoE"
+    model_type = "llada"
+    kind = "masked"
+    noise = "mask"
+    context_keys = ("max_position_embeddings",)
+    memory = (f"{2 * PUBLISHED_PARAMETERS / 1e9:.1f} GB in bf16 (LLaDA-MoE-7B-A1B, "
+              f"{PUBLISHED_PARAMETERS / 1e9:.2f}B parameters; computed from the parameter count)")
+
+    def __init__(self, official_positions: bool = False, renormalize: bool = False,
+                 rotary_factor: float | None = None):
+        self.official_positions = official_positions   # True: positions 0..T-1 of the padded input, as upstream
+        self.renormalize = renormalize                 # True: top-k weights sum to 1 (upstream: False)
+        self.rotary_factor = rotary_factor             # None: the config's partial_rotary_factor (<= 0 → 1.0)
+
+    def claims(self, config: dict) -> bool:
+        archs = config.get("architectures") or [ARCHS[0]]
+        return (config.get("model_type") == "llada" and any(a in ARCHS for a in archs) and "d_model" not in config
+                and all(k in config for k in MOE_KEYS))
+
+    def build(self, path, config, *, dtype, device, trust_remote_code) -> LLaDAMoENet:
+        """Meta-device init, then the checkpoint's tensors assigned in place (no random init, no
+        second copy). `trust_remote_code` is ignored: the published remote code needs transformers 4.x."""
+        cfg = LLaDAMoEConfig.from_dict(config)
+        with torch.device("meta"):
+            net = LLaDAMoENet(cfg, self.rotary_factor)
+        expected = {k: v.shape for k, v in net.state_dict().items()}
+        if cfg.tie_word_embeddings:
+            expected.pop("lm_head.weight", None)
+        state = read_weights(path, expected, dtype=dtype, device=torch.device(device))
+        net.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
+        if cfg.tie_word_embeddings:
+            net.lm_head.weight = net.model.embed_tokens.weight
+        for m in net.modules():
+            if isinstance(m, MoE):
+                m.renormalize = self.renormalize
+        return net.eval()
+
+    def forward(self, net, x, attention_mask):
+        pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
+        return net(x, attention_mask=attention_mask, position_ids=pos)
+
+    def __repr__(self) -> str:
+        return (f"LLaDAMoE(official_positions={self.official_positions}, renormalize={self.renormalize}, "
+                f"rotary_factor={self.rotary_factor})")
+
+
+LLADA_MOE = register(LLaDAMoE())
+
+__all__ = ["LLADA_MOE", "LLaDAMoE", "LLaDAMoEConfig", "LLaDAMoENet", "parameter_count"]
