@@ -4,27 +4,17 @@ import re
 
 import pytest
 import torch
+from records_common import assert_same_record
 
 import labkit as lk
 from labkit.models.kv_cache import CausalCache, DualCache, PrefixCache
 
 KNOBS = dict(gen_length=32, block_length=8, steps=32)
-FIELDS = ("step", "block", "tokens", "candidates", "confidence", "committed", "edited", "active", "pinned")
 
 
 def ids(*shape, seed=0):
     """Token ids in [3, 2000) from a seeded generator: the same canvas on every run."""
     return torch.randint(3, 2000, shape, generator=torch.Generator().manual_seed(seed))
-
-
-def assert_same_record(a, b, where=""):
-    """Every field of two StepRecords equal (confidence: nan where nan, equal elsewhere, to the bit)."""
-    for name in FIELDS:
-        x, y = getattr(a, name), getattr(b, name)
-        if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
-            torch.testing.assert_close(x, y, rtol=0, atol=0, equal_nan=True, msg=lambda m, name=name: f"{where} {name}: {m}")
-        else:
-            assert x == y, f"{where} {name}: {x!r} != {y!r}"
 
 
 @pytest.mark.parametrize("start, width", [(0, 10), (17, 8), (40, 24)])

@@ -28,7 +28,8 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
     """`load("tiny")` gives the embedded model; a folder with config.json loads that folder; any
     other string goes to `transformers` (a hub id needs its weights in the local cache). A
     published checkpoint loads in its own dtype, and in bfloat16 on a GPU unless `dtype` says
-    otherwise; its weights go straight to `device`."""
+    otherwise; labkit's native families put its weights straight on `device` (transformers'
+    own classes load on the CPU first)."""
     if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
         raise ValueError(f"model must be 'tiny' or a model folder, got {name_or_path!r}")
     device = check_device(device)
@@ -45,19 +46,14 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
             known = ", ".join(repr(k) for k in EMBEDDED)
             raise ValueError(f"unknown model {name!r}: use one of {known}, a local model folder, "
                              f"or a hub id such as 'GSAI-ML/LLaDA-8B-Instruct'")
-    if path.is_dir() and (path / "config.json").is_file():
-        try:
-            cfg = json.loads((path / "config.json").read_text())
-        except ValueError as e:
-            raise ValueError(f"{path / 'config.json'} is corrupt: {e}") from None
-        if cfg.get("model_type") == "labkit-tiny-dlm":
-            lm = _load_tiny(path, name)
-            return _to(lm, device, dtype)
-    elif path.is_dir():
+    if path.is_dir() and not (path / "config.json").is_file():
         raise FileNotFoundError(f"model folder {path} has no config.json")
+    cfg, source = _config(name, path)
+    if cfg.get("model_type") == "labkit-tiny-dlm":
+        return _to(_load_tiny(path, name), device, dtype)
     if dtype is None and device.type == "cuda":
         dtype = torch.bfloat16                   # the published models' own precision
-    return _load_transformers(name, path, trust_remote_code, dtype, device)
+    return _load_transformers(name, path, source, cfg, trust_remote_code, dtype, device)
 
 
 def check_device(device) -> torch.device:
@@ -99,14 +95,17 @@ def _to(lm: DLM, device, dtype) -> DLM:
 
 @contextmanager
 def _quiet_loading():
-    """No 'Loading weights' progress bar for a 20 MB model; the user's setting is restored."""
+    """No 'Loading weights' progress bar and no warnings from transformers' loaders (its tokenizer
+    loader warns about every model type it does not know); the user's settings are restored."""
     from transformers.utils import logging as hf_logging
 
-    was_on = hf_logging.is_progress_bar_enabled()
+    was_on, level = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
     hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
     try:
         yield
     finally:
+        hf_logging.set_verbosity(level)
         if was_on:
             hf_logging.enable_progress_bar()
 
@@ -140,7 +139,10 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "voca
 def _config(name: str, path: Path) -> tuple[dict, str]:
     """config.json of a local folder or of a hub id in the local cache, and where it was read."""
     if path.is_dir():
-        return json.loads((path / "config.json").read_text()), str(path)
+        try:
+            return json.loads((path / "config.json").read_text()), str(path)
+        except ValueError as e:
+            raise ValueError(f"{path / 'config.json'} is corrupt: {e}") from None
     from transformers.utils import cached_file
 
     try:
@@ -157,16 +159,11 @@ def _tokenizer(source: str, path: Path, trust_remote_code: bool):
     if path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES):
         raise ValueError(f"model folder {path} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}): "
                          f"save the tokenizer next to the weights (tokenizer.save_pretrained)")
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()     # the tokenizer loader warns about model types it does not know
     try:
-        return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+        with _quiet_loading():
+            return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as e:
         raise ValueError(f"cannot load the tokenizer of {source!r}: {str(e).splitlines()[0][:300]}") from None
-    finally:
-        hf_logging.set_verbosity(level)
 
 
 def _special_ids(name: str, family, cfg: dict, tok) -> dict:
@@ -192,11 +189,11 @@ def _special_ids(name: str, family, cfg: dict, tok) -> dict:
     return {"mask_id": -1 if mask_id is None else mask_id, "pad_id": pad, "eos_id": eos, "eot_id": eot}
 
 
-def _load_transformers(name: str, path: Path, trust_remote_code: bool, dtype, device) -> DLM:
+def _load_transformers(name: str, path: Path, source: str, cfg: dict, trust_remote_code: bool, dtype,
+                       device) -> DLM:
     """A checkpoint in a published format, through its family (models.families)."""
     from .families import FamilyError, detect
 
-    cfg, source = _config(name, path)
     family = detect(cfg)
     tok = family.tokenizer(source, trust_remote_code) or _tokenizer(source, path, trust_remote_code)
     ids = _special_ids(name, family, cfg, tok)
@@ -223,7 +220,7 @@ def _check_vocabulary(lm: DLM, cfg: dict) -> None:
         raise ValueError(f"model {lm.name!r} gives {width} logits per position but its tokenizer has {n_tok} tokens: "
                          f"a headless checkpoint, or a tokenizer larger than the embedding table")
     expected = cfg.get("vocab_size")
-    if expected is not None and width != expected and width < expected:
+    if expected is not None and width < expected:
         raise ValueError(f"model {lm.name!r} gives {width} logits per position, not its vocab_size {expected}")
 
 

@@ -12,6 +12,26 @@ class FamilyError(ValueError):
     """A checkpoint labkit cannot decode, with what is wrong in one line."""
 
 
+def config_fields(cls, config: dict, family: str) -> dict:
+    """The config.json values of dataclass `cls`'s fields: rope keys also read from a re-saved
+    transformers-5 `rope_parameters`; any rope scaling but the default refused; a field without a
+    default that the config lacks is a FamilyError naming it."""
+    from dataclasses import MISSING, fields
+
+    kw = {f.name: config[f.name] for f in fields(cls) if config.get(f.name) is not None}
+    rope = config.get("rope_parameters") or {}
+    for key in ("rope_theta", "partial_rotary_factor"):
+        if key not in kw and rope.get(key) is not None:
+            kw[key] = rope[key]
+    scaling = config.get("rope_scaling") or rope
+    if scaling.get("rope_type", scaling.get("type", "default")) != "default":
+        raise FamilyError(f"{family}: rope scaling {scaling} is not supported (only the default rope)")
+    missing = [f.name for f in fields(cls) if f.default is MISSING and f.name not in kw]
+    if missing:
+        raise FamilyError(f"{family} config.json lacks {', '.join(missing)}; labkit assumes no default for these")
+    return kw
+
+
 class Family:
     """How one family's checkpoints are built and called. Subclasses override what differs."""
     name: ClassVar[str] = ""

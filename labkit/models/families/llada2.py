@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import Family, FamilyError
+from .base import Family, FamilyError, config_fields
 
 DEFAULT_BLOCK_SIZE = 32          # LLaDA2.0/2.1 generate(block_length=32): the published checkpoints name none
 MASK_TOKEN = "<|mask|>"          # id 156895 in the published tokenizer; config.json has no mask_token_id
@@ -75,20 +75,9 @@ class LLaDA2Config:
 
     @classmethod
     def from_dict(cls, config: dict) -> "LLaDA2Config":
-        known = {f.name for f in fields(cls)}
-        kw = {k: config[k] for k in known if config.get(k) is not None}
-        rope = config.get("rope_parameters") or {}           # transformers-5 style, if re-saved
-        for key in ("rope_theta", "partial_rotary_factor"):
-            if key not in kw and rope.get(key) is not None:
-                kw[key] = rope[key]
-        scaling = config.get("rope_scaling") or rope
-        if scaling.get("rope_type", scaling.get("type", "default")) != "default":
-            raise FamilyError(f"llada2_moe: rope scaling {scaling} is not supported (only the default rope)")
+        kw = config_fields(cls, config, "llada2_moe")
         if config.get("block_length") is not None and config.get("block_size") is None:
             kw["block_size"] = config["block_length"]
-        missing = [f.name for f in fields(cls) if f.default is MISSING and f.name not in kw]
-        if missing:
-            raise FamilyError(f"llada2_moe config.json lacks {', '.join(missing)}")
         cfg = cls(**kw)
         if cfg.num_experts % cfg.n_group or cfg.num_attention_heads % cfg.heads[1]:
             raise FamilyError(f"llada2_moe config.json: num_experts {cfg.num_experts} must divide into n_group "

@@ -46,14 +46,14 @@ config.json and model.safetensors.index.json):
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import register
-from .base import Family, FamilyError
+from .base import Family, FamilyError, config_fields
 from .llada import weight_files
 from .llada2 import MLP, RMSNorm, apply_rotary, rotary
 
@@ -92,18 +92,7 @@ class LLaDAMoEConfig:
 
     @classmethod
     def from_dict(cls, config: dict) -> LLaDAMoEConfig:
-        known = {f.name for f in fields(cls)}
-        kw = {k: config[k] for k in known if config.get(k) is not None}
-        rope = config.get("rope_parameters") or {}           # transformers-5 style, if re-saved
-        for key in ("rope_theta", "partial_rotary_factor"):
-            if key not in kw and rope.get(key) is not None:
-                kw[key] = rope[key]
-        scaling = config.get("rope_scaling") or rope
-        if scaling.get("rope_type", scaling.get("type", "default")) != "default":
-            raise FamilyError(f"LLaDA-MoE: rope scaling {scaling} is not supported (only the default rope)")
-        missing = [f.name for f in fields(cls) if f.default is MISSING and f.name not in kw]
-        if missing:
-            raise FamilyError(f"LLaDA-MoE config.json lacks {', '.join(missing)}; labkit assumes no default for these")
+        kw = config_fields(cls, config, "LLaDA-MoE")
         if isinstance(kw.get("moe_layer_freq"), list):
             kw["moe_layer_freq"] = tuple(kw["moe_layer_freq"])
         cfg = cls(**kw)
