@@ -128,3 +128,15 @@ def test_the_panel_sends_a_chat_message_through_the_template(tmp_path):
     assert out.trace.prompt_len == len(lm.encode("<user> to be or not <assistant> "))
     plain = widgets.Lab(lk.toy(), run=False)
     assert plain.chat.disabled and plain.prompt_value() == plain.prompt.value
+
+
+def test_the_cli_sends_a_chat_message_through_the_template(tmp_path, capsys):
+    from labkit.cli.main import main
+
+    folder = bert(tmp_path / "chat", chat=CHAT)
+    assert main(["generate", "--model", str(folder), "--chat", "--gen-length", "4", "--block-length", "4",
+                 "--steps", "4", "--temperature", "0", "--trace", str(tmp_path / "run.npz"), "to be or not"]) == 0
+    lm = lk.load(str(folder))
+    assert lk.Trace.load(tmp_path / "run.npz").prompt_len == len(lm.encode("<user> to be or not <assistant> "))
+    assert main(["generate", "--chat", "--gen-length", "4", "--block-length", "4", "--steps", "4", "ROMEO"]) == 2
+    assert "no chat template" in capsys.readouterr().err

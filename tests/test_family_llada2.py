@@ -312,3 +312,17 @@ def test_a_wrong_shape_is_a_clear_error(ckpt, tmp_path):
     write_checkpoint(tmp_path, sd)
     with pytest.raises(ValueError, match=r"query_key_value\.weight has shape \(32, 32\), config\.json implies \(64, 32\)"):
         lk.load(str(tmp_path))
+
+
+def test_the_loop_the_panel_and_the_cli_open_on_q_mode(lm, ckpt, tmp_path):
+    from labkit.cli.main import main
+    from labkit.ui import widgets
+
+    quality = lk.DraftEdit.quality()
+    out = lk.generate(lm, "to be or not", gen_length=8, block_length=4, steps=8)
+    assert out.trace.meta["sampler"] == repr(quality)
+    lab = widgets.Lab(lm, prompt="to be or not", run=False)
+    assert lab.sampler.value == "draft_edit" and lab.rule() == quality
+    assert main(["generate", "--model", str(ckpt[0]), "--gen-length", "8", "--block-length", "4", "--temperature", "0",
+                 "--trace", str(tmp_path / "run.npz"), "to be or not"]) == 0
+    assert lk.Trace.load(tmp_path / "run.npz").meta["sampler"] == repr(quality)

@@ -62,8 +62,10 @@ def run(a) -> int:
         a.model = defaults.PARALLEL_MODEL if a.sampler in registry.PRESETS else defaults.MODEL
     causal = embedded_kind(a.model) == "causal"  # known before loading for the embedded models
     name, sampler, notes = _sampler(a, default="autoregressive" if causal else "low_confidence")
-    check_knobs(sampler, gen_length=a.gen_length, block_length=a.block_length, steps=a.steps,
-                cfg_scale=a.cfg_scale, penalty_lambda=a.penalty_lambda)
+    knobs = dict(gen_length=a.gen_length, block_length=a.block_length, steps=a.steps, cfg_scale=a.cfg_scale,
+                 penalty_lambda=a.penalty_lambda)
+    if a.sampler is not None or embedded_kind(a.model) is not None:   # else the model's family picks the rule
+        check_knobs(sampler, **knobs)
     check_seed(a.seed)
     controls = _controls(a)
     if not chosen and a.sampler in registry.PRESETS:
@@ -75,6 +77,7 @@ def run(a) -> int:
         name, sampler, notes = _sampler(a, default="autoregressive")     # its flags checked again
     elif a.sampler is None and own is not None and name != own:
         name, sampler, notes = _sampler(a, default=own)
+    check_knobs(sampler, **knobs)
     for text in notes:
         note(text)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
