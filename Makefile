@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --quiet -e ".[lab,dev]"
+	$(BIN)/python -m pip install --quiet -e ".[lab,dev,serve]"
 	touch $@
 
 # The URL it prints opens notebook 01 (default_url), not the Launcher.

@@ -140,3 +140,27 @@ def test_the_cli_sends_a_chat_message_through_the_template(tmp_path, capsys):
     assert lk.Trace.load(tmp_path / "run.npz").prompt_len == len(lm.encode("<user> to be or not <assistant> "))
     assert main(["generate", "--chat", "--gen-length", "4", "--block-length", "4", "--steps", "4", "ROMEO"]) == 2
     assert "no chat template" in capsys.readouterr().err
+
+
+def test_remote_code_that_fails_under_this_transformers_is_one_line(tmp_path):
+    """trust_remote_code=True on a checkpoint whose own modeling file breaks under transformers 5
+    (as LLaDA's and Dream's do): one line naming the model, the transformers version and labkit's
+    native families, not a traceback from inside the remote code."""
+    import transformers
+
+    folder = bert(tmp_path / "remote")
+    (folder / "modeling_broken.py").write_text(
+        "from transformers import BertForMaskedLM\n\n\n"
+        "class BrokenForMaskedLM(BertForMaskedLM):\n"
+        "    def __init__(self, config):\n"
+        "        super().__init__(config)\n"
+        "        self.written_for_transformers_4   # an attribute transformers 5 no longer sets\n")
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForMaskedLM": "modeling_broken.BrokenForMaskedLM"}
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError) as err:
+        lk.load(str(folder), trust_remote_code=True)
+    message = str(err.value)
+    assert "\n" not in message and "remote code" in message and transformers.__version__ in message
+    assert "AttributeError" in message and "LLaDA" in message, message
+    assert lk.load(str(folder)).family.name == "masked LM"       # without remote code it loads as a masked LM

@@ -204,10 +204,28 @@ def _load_transformers(name: str, path: Path, source: str, cfg: dict, trust_remo
         raise
     except (OSError, ValueError, KeyError, RuntimeError) as e:
         raise ValueError(f"cannot load weights of {name!r} ({family.name}): {str(e).splitlines()[0][:300]}") from None
+    except (AttributeError, ImportError, TypeError, NameError) as e:
+        if not trust_remote_code:
+            raise
+        raise _remote_code_error(name, family, e) from None
     lm = DLM(net=net, tokenizer=tok, name=name, kind=family.kind, max_length=family.context_length(cfg),
              family=family, **ids)
     _check_vocabulary(lm, cfg)
     return lm
+
+
+def _remote_code_error(name: str, family, e: Exception) -> ValueError:
+    """One line for a checkpoint whose own modeling code (trust_remote_code) fails under this
+    transformers: most were written for transformers 4.x."""
+    import transformers
+
+    from .families import FAMILIES
+
+    natives = ", ".join(f.name for f in FAMILIES)
+    first = (str(e).splitlines() or [""])[0][:200]
+    return ValueError(f"the remote code of {name!r} ({family.name}) does not run with transformers "
+                      f"{transformers.__version__} ({type(e).__name__}: {first}); labkit loads these families "
+                      f"without remote code: {natives}; otherwise install the transformers version its model card names")
 
 
 def _check_vocabulary(lm: DLM, cfg: dict) -> None:
