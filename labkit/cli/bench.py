@@ -8,11 +8,13 @@ from .common import load_model, model_args, progress_log, report, save
 
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
-    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead", "batch", "length", "cache"],
+    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead", "batch", "length", "cache",
+                                    "likelihood"],
                    help="samplers: the speed-quality table; panel: the lab panel's regenerate latency; "
                         "controls: keyword hit rates, infill and re-noise; overhead: labkit's cost around "
                         "the forward passes; batch: batch-size sweep; length: AR vs diffusion over answer length; "
-                        "cache: prefix / dual KV cache speedup and identical outputs")
+                        "cache: prefix / dual KV cache speedup and identical outputs; likelihood: masked "
+                        "models' Monte-Carlo ELBO against the AR twin's exact bits per token")
     model_args(b)
     b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
                    "(e.g. tiny-cap)")
@@ -40,6 +42,12 @@ def add_parser(sub) -> None:
     b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
     b.add_argument("--methods", nargs="*", help="controls: keyword methods to compare, the first one "
                    "reported at the top (default: place boost boost_only)")
+    b.add_argument("--models", nargs="+", default=["tiny", "tiny-cap"], help="likelihood: masked models "
+                   "(names or folders; default: tiny tiny-cap), each against --ar-model")
+    b.add_argument("--mc-nums", type=int, nargs="+", default=[1, 4, 16, 64],
+                   help="likelihood: Monte-Carlo draws per window (default 1 4 16 64)")
+    b.add_argument("--windows", type=int, default=32, help="likelihood: held-out windows of 256 tokens, evenly "
+                   "spaced (default 32; 0: all)")
     b.set_defaults(fn=run)
 
 
@@ -49,7 +57,18 @@ def run(a) -> int:
     if a.what != "length":
         a.repeats = a.repeats or 5
     return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead,
-            "batch": _bench_sweeps, "length": _bench_sweeps, "cache": _bench_cache}.get(a.what, _bench_samplers)(a)
+            "batch": _bench_sweeps, "length": _bench_sweeps, "cache": _bench_cache,
+            "likelihood": _bench_likelihood}.get(a.what, _bench_samplers)(a)
+
+
+def _bench_likelihood(a) -> int:
+    from ..bench.likelihood import bench_likelihood, table
+
+    if a.windows < 0:
+        raise ValueError(f"--windows must be 0 (all) or at least 2, got {a.windows}")
+    r = bench_likelihood(a.models, a.ar_model, a.mc_nums, windows=a.windows or None, seed=a.seed,
+                         device=a.device, log=progress_log(a))
+    return report(a, "likelihood.json", r, lambda r: print(table(r)))
 
 
 def _bench_cache(a) -> int:

@@ -2,7 +2,9 @@
 
 - masked-token accuracy at mask ratio 0.15 and 0.5 (each token masked independently, seeded);
 - the ELBO in bits per token: LLaDA's Monte-Carlo bound E_t[(1/t) Σ_masked CE] / L, an upper
-  bound on the model's negative log-likelihood;
+  bound on the model's negative log-likelihood, and its standard error over the windows;
+- for the causal twin: its exact negative log-likelihood in bits per predicted token (± s.e.);
+  LLaDA's likelihood estimator for prompt/answer pairs is `labkit.eval.likelihood`.
 - word validity and distinct-2 of 32 samples of 64 tokens made with the lab's default sampler.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..decode import generate
 from ..training.corpus import load_plays
 from ..training.losses import EPS, stratified_t
 from ..training.prompts import sample_prompts
+from .likelihood import ar_bits, check_mc_num, require_kind
 from .metrics import distinct_n, word_validity
 
 WINDOW = 256            # tokens per held-out window (at most the model's context)
@@ -50,32 +53,37 @@ def masked_accuracy(lm, windows: torch.Tensor, ratio: float, seed: int = 0, batc
 
 
 @torch.no_grad()
+def elbo_bits_and_se(lm, windows: torch.Tensor, samples: int = 4, seed: int = 0, batch: int = 32,
+                     eps: float = EPS) -> tuple[float, float]:
+    """Monte-Carlo ELBO (negative, in bits/token) in the pre-training loss's form: t stratified
+    over each batch, each token masked with probability t, CE weighted by 1/t; `samples` draws.
+    Returns (bits per token, its standard error over windows)."""
+    require_kind(lm, "masked", "elbo_bits_per_token")
+    check_mc_num(samples)
+    g = torch.Generator().manual_seed(seed)
+    nats = torch.zeros(len(windows), dtype=torch.float64)                # (N,)
+    for _ in range(samples):
+        for i, x0 in enumerate(windows.split(batch)):
+            B, L = x0.shape
+            t = stratified_t(B, eps, g)                                  # (B,)
+            m = torch.rand(B, L, generator=g) < t[:, None]               # (B, L)
+            logits = lm(x0.masked_fill(m, lm.mask_id).to(lm.device)).float().cpu()
+            ce = F.cross_entropy(logits.transpose(1, 2), x0, reduction="none")   # (B, L)
+            nats[i * batch:i * batch + B] += torch.where(m, ce / t[:, None], 0.0).sum(-1).double()
+    bits = nats / samples / windows.shape[1] / math.log(2)              # (N,) per window
+    se = float(bits.std() / math.sqrt(len(bits))) if len(bits) > 1 else math.nan
+    return float(bits.mean()), se
+
+
 def elbo_bits_per_token(lm, windows: torch.Tensor, samples: int = 4, seed: int = 0, batch: int = 32,
                         eps: float = EPS) -> float:
     """Monte-Carlo ELBO (negative, in bits/token): t stratified over each batch, `samples` draws."""
-    g = torch.Generator().manual_seed(seed)
-    nats = count = 0.0
-    for _ in range(samples):
-        for x0 in windows.split(batch):
-            B, L = x0.shape
-            t = stratified_t(B, eps, g)
-            m = torch.rand(B, L, generator=g) < t[:, None]
-            logits = lm(x0.masked_fill(m, lm.mask_id).to(lm.device)).float().cpu()
-            ce = F.cross_entropy(logits[m], x0[m], reduction="none")
-            nats += float((ce / t[:, None].expand(B, L)[m]).sum())
-            count += B * L
-    return nats / count / math.log(2)
+    return elbo_bits_and_se(lm, windows, samples, seed, batch, eps)[0]
 
 
-@torch.no_grad()
 def ar_bits_per_token(lm, windows: torch.Tensor, batch: int = 32) -> float:
-    """Next-token negative log-likelihood of a causal model, in bits per predicted token."""
-    nats = count = 0.0
-    for x in windows.split(batch):
-        logits = lm(x.to(lm.device)).float().cpu()[:, :-1]               # (B, L-1, V)
-        nats += float(F.cross_entropy(logits.flatten(0, 1), x[:, 1:].flatten(), reduction="sum"))
-        count += x[:, 1:].numel()
-    return nats / count / math.log(2)
+    """Next-token negative log-likelihood of a causal model, in bits per predicted token (exact)."""
+    return ar_bits(lm, windows, batch)["bits_per_token"]
 
 
 def sample_quality(lm, sampler=None, n: int = SAMPLES, seed: int = 0, **settings) -> dict:
@@ -92,12 +100,15 @@ def sample_quality(lm, sampler=None, n: int = SAMPLES, seed: int = 0, **settings
 def evaluate(lm, seed: int = 0) -> dict:
     windows = heldout_windows(lm)
     if lm.kind == "causal":        # the autoregressive twin: likelihood only (it has no mask token)
-        return {"nll_bits_per_token": round(ar_bits_per_token(lm, windows), 4),
-                "heldout_tokens": int(windows.numel())}
+        ar = ar_bits(lm, windows)                                        # exact
+        return {"nll_bits_per_token": round(ar["bits_per_token"], 4), "bits_per_token": round(ar["bits_per_token"], 4),
+                "bits_per_token_se": round(ar["se"], 4), "heldout_tokens": int(windows.numel())}
     q = sample_quality(lm, seed=seed)
+    elbo, elbo_se = elbo_bits_and_se(lm, windows, seed=seed)
     return {
         **{f"mask_acc_{r}": round(masked_accuracy(lm, windows, r, seed), 4) for r in MASK_RATIOS},
-        "elbo_bits_per_token": round(elbo_bits_per_token(lm, windows, seed=seed), 4),
+        "elbo_bits_per_token": round(elbo, 4),
+        "elbo_bits_per_token_se": round(elbo_se, 4),
         "word_validity": round(q["word_validity"], 4),
         "distinct_2": round(q["distinct_2"], 4),
         "heldout_tokens": int(windows.numel()),

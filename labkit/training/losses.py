@@ -1,6 +1,7 @@
 """The training objectives, as small functions of (logits function, clean tokens, noise generator).
 
 - `masked_diffusion_loss`: LLaDA's pre-training loss (the diffusion models);
+- `masked_sft_loss`: its SFT form (prompt never masked, each row normalised by its answer length);
 - `ar_loss`: next-token cross-entropy (the autoregressive twin);
 - `block_distill_loss`: the block-shaped distillation loss (`labkit.training.distill`);
 - the terms both diffusion losses can add: `cap_term` (CAP's entropy penalty) and `edit_term` (T2T
@@ -100,6 +101,47 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
     if edit_prob:
         loss = loss + edit_term(logits, x0, filled, edit_weight)
     return loss
+
+
+def answer_mask(x0: torch.Tensor, prompt_lengths: torch.Tensor | None = None,
+                answer: torch.Tensor | None = None) -> torch.Tensor:
+    """The (B, L) bool mask of answer positions, from per-row `prompt_lengths` (B,) or given as
+    `answer` (B, L); exactly one of the two. Every row must hold at least one answer token."""
+    B, L = x0.shape
+    if (prompt_lengths is None) == (answer is None):
+        raise ValueError("give exactly one of prompt_lengths (B,) and answer (B, L)")
+    if answer is None:
+        prompt_lengths = torch.as_tensor(prompt_lengths, device=x0.device)
+        if prompt_lengths.shape != (B,):
+            raise ValueError(f"prompt_lengths must have shape ({B},), got {tuple(prompt_lengths.shape)}")
+        answer = torch.arange(L, device=x0.device)[None, :] >= prompt_lengths[:, None]
+    elif answer.shape != x0.shape or answer.dtype != torch.bool:
+        raise ValueError(f"answer must be a bool tensor of shape {tuple(x0.shape)}, got {answer.dtype} "
+                         f"{tuple(answer.shape)}")
+    if not bool(answer.any(-1).all()):
+        raise ValueError("every row needs at least one answer token (an empty answer has no loss)")
+    return answer.to(x0.device)
+
+
+def masked_sft_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, prompt_lengths: torch.Tensor | None = None,
+                    answer: torch.Tensor | None = None, eps: float = EPS,
+                    generator: torch.Generator | None = None, t: torch.Tensor | None = None) -> torch.Tensor:
+    """LLaDA's SFT loss: t ~ U(eps, 1) per row (stratified over the batch unless given), each answer
+    token masked with probability t, the prompt never; each row's Σ_masked CE / t is divided by
+    that row's answer length, and the rows are averaged. Rows may have prompts of different
+    lengths: give `prompt_lengths` (B,) or the `answer` (B, L) bool mask. Draws from `generator`
+    in the order of `masked_diffusion_loss` (t, then the (B, L) uniforms)."""
+    B, L = x0.shape
+    ans = answer_mask(x0, prompt_lengths, answer)                        # (B, L)
+    if t is None:
+        t = stratified_t(B, eps, generator)                              # (B,)
+    t = t.to(x0.device)
+    masked = (torch.rand(B, L, generator=generator).to(x0.device) < t[:, None]) & ans   # (B, L)
+    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
+    logp = F.log_softmax(logits_fn(xt).float(), -1)                      # (B, L, V)
+    ce = -logp.gather(-1, x0[..., None]).squeeze(-1)                     # (B, L)
+    per_row = torch.where(masked, ce, 0.0).sum(-1) / t / ans.sum(-1)     # (B,)
+    return per_row.mean()
 
 
 def ar_loss(logits_fn, x0: torch.Tensor) -> torch.Tensor:
