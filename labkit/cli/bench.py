@@ -9,12 +9,13 @@ from .common import load_model, model_args, progress_log, report, save
 def add_parser(sub) -> None:
     b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
     b.add_argument("what", choices=["samplers", "panel", "controls", "overhead", "batch", "length", "cache",
-                                    "likelihood"],
+                                    "likelihood", "serve"],
                    help="samplers: the speed-quality table; panel: the lab panel's regenerate latency; "
                         "controls: keyword hit rates, infill and re-noise; overhead: labkit's cost around "
                         "the forward passes; batch: batch-size sweep; length: AR vs diffusion over answer length; "
                         "cache: prefix / dual KV cache speedup and identical outputs; likelihood: masked "
-                        "models' Monte-Carlo ELBO against the AR twin's exact bits per token")
+                        "models' Monte-Carlo ELBO against the AR twin's exact bits per token; "
+                        "serve: the OpenAI-compatible server's throughput and latency, batching on and off")
     model_args(b)
     b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
                    "(e.g. tiny-cap)")
@@ -37,6 +38,8 @@ def add_parser(sub) -> None:
     b.add_argument("--lengths", type=int, nargs="*", help="length: answer lengths (default 32 64 128 256 512)")
     b.add_argument("--no-extend", action="store_true", help="length: skip lengths past the models' context "
                    "instead of running them on stretched-position copies (speed only)")
+    b.add_argument("--clients", type=int, nargs="*", help="serve: concurrent client levels (default 1 4 16 64)")
+    b.add_argument("--requests", type=int, default=2, help="serve: requests per client per level (default 2)")
     b.add_argument("--rounds", type=int, default=2, help="panel: rounds over the thread settings (default 2)")
     b.add_argument("--triples", type=int, default=30, help="controls: built-in keyword triples (default 30)")
     b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
@@ -58,7 +61,7 @@ def run(a) -> int:
         a.repeats = a.repeats or 5
     return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead,
             "batch": _bench_sweeps, "length": _bench_sweeps, "cache": _bench_cache,
-            "likelihood": _bench_likelihood}.get(a.what, _bench_samplers)(a)
+            "likelihood": _bench_likelihood, "serve": _bench_serve}.get(a.what, _bench_samplers)(a)
 
 
 def _bench_likelihood(a) -> int:
@@ -69,6 +72,15 @@ def _bench_likelihood(a) -> int:
     r = bench_likelihood(a.models, a.ar_model, a.mc_nums, windows=a.windows or None, seed=a.seed,
                          device=a.device, log=progress_log(a))
     return report(a, "likelihood.json", r, lambda r: print(table(r)))
+
+
+def _bench_serve(a) -> int:
+    """serve: `labkit serve` in-process under 1-64 concurrent clients, batching on and off, against the loop."""
+    from ..bench.serve import LEVELS, bench_serve, table
+
+    r = bench_serve(load_model(a), levels=tuple(a.clients or LEVELS), requests=a.requests,
+                    gen_length=a.gen_length or 32, log=progress_log(a))
+    return report(a, "serve.json", r, lambda r: print(table(r)))
 
 
 def _bench_cache(a) -> int:

@@ -1,0 +1,345 @@
+"""The OpenAI-compatible HTTP app over one model: GET /v1/models, POST /v1/chat/completions,
+POST /v1/completions, POST /generate ({prompt, max_len, steps, batch_size} → {"texts": [...]}).
+
+    app = create_app(lk.load("tiny"), "tiny", api_key="secret")
+    server, url = run_in_thread(app)          # http://127.0.0.1:PORT; server.should_exit = True stops it
+
+Every error is {"error": {"message", "type", "param", "code"}} with a 4xx/5xx status; bad input is
+never a 500. Answers carry an extra "diffusion" field (nfe, tpf, steps, sampler, batch) that
+standard clients ignore. With "stream": true the answer comes as server-sent chat.completion.chunk
+(or text_completion) events, block by block as each block's text becomes final; "drafts": true
+adds each step's draft of the current block in an extra "draft" field of extra chunks.
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+import uuid
+from dataclasses import dataclass
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .scheduler import QueueFull, Result, Scheduler, Ticket
+from .schemas import MAX_BODY, ServeError, answer, parse_chat, parse_generate, parse_text
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    model_id: str
+    api_key: str | None = None
+    max_batch: int = 16
+    queue_size: int = 256
+    timeout: float = 120.0             # seconds a request may take, queue + run
+    max_body: int = MAX_BODY           # bytes
+    batch_wait: float = 0.01           # seconds the worker waits for more compatible requests
+
+    def __post_init__(self):
+        for name in ("max_batch", "queue_size", "max_body"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout!r}")
+        if not self.batch_wait >= 0:
+            raise ValueError(f"batch_wait must be >= 0 seconds, got {self.batch_wait!r}")
+
+
+def create_app(lm, model_id: str, *, api_key: str | None = None, max_batch: int = 16, queue_size: int = 256,
+               timeout: float = 120.0, max_body: int = MAX_BODY, batch_wait: float = 0.01) -> FastAPI:
+    """The app; its scheduler (app.state.scheduler) starts and stops with the server."""
+    import contextlib
+
+    cfg = ServeConfig(model_id=model_id, api_key=api_key or None, max_batch=max_batch, queue_size=queue_size,
+                      timeout=timeout, max_body=max_body, batch_wait=batch_wait)
+    scheduler = Scheduler(lm, max_batch=max_batch, queue_size=queue_size, timeout=timeout, batch_wait=batch_wait)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        scheduler.start()
+        yield
+        scheduler.stop()
+
+    app = FastAPI(title="labkit serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.scheduler, app.state.config, app.state.lm = scheduler, cfg, lm
+    _handlers(app)
+    _routes(app, lm, cfg, scheduler)
+    return app
+
+
+def _error(e: ServeError) -> JSONResponse:
+    headers = {"Retry-After": "1"} if e.status == 429 else None
+    return JSONResponse(e.body(), status_code=e.status, headers=headers)
+
+
+def _handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServeError)
+    async def serve_error(request, e: ServeError):
+        return _error(e)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation(request, e: RequestValidationError):
+        first = (e.errors() or [{}])[0]
+        param = ".".join(str(p) for p in first.get("loc", ())[1:]) or None
+        return _error(ServeError(400, f"{param or 'request'}: {first.get('msg', 'invalid request')}", param=param,
+                                 code="invalid_value"))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request, e: StarletteHTTPException):
+        if e.status_code == 404:
+            msg = f"no route {request.method} {request.url.path} (routes: GET /v1/models, POST /v1/chat/completions, " \
+                  f"POST /v1/completions, POST /generate)"
+            return _error(ServeError(404, msg, code="unknown_url"))
+        return _error(ServeError(e.status_code, str(e.detail), code="http_error"))
+
+
+def _check_key(request: Request, cfg: ServeConfig) -> None:
+    if cfg.api_key is None:
+        return
+    given = request.headers.get("authorization", "")
+    scheme, _, token = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), cfg.api_key.encode()):
+        raise ServeError(401, "missing or wrong API key: send the header 'Authorization: Bearer KEY'",
+                         code="invalid_api_key", type="authentication_error")
+
+
+async def _body(request: Request, cfg: ServeConfig) -> dict:
+    size = request.headers.get("content-length")
+    if size is not None and size.isdigit() and int(size) > cfg.max_body:
+        raise ServeError(413, f"request body: {size} bytes is more than the limit of {cfg.max_body}",
+                         code="body_too_large")
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > cfg.max_body:
+            raise ServeError(413, f"request body: more than the limit of {cfg.max_body} bytes", code="body_too_large")
+    try:
+        return json.loads(bytes(raw))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ServeError(400, f"request body: not valid JSON ({e})", code="invalid_json") from None
+
+
+def _check_model(body, cfg: ServeConfig) -> None:
+    if not isinstance(body, dict):
+        return                                            # the parser says what is wrong
+    model = body.get("model")
+    if model is None:
+        raise ServeError(400, f"model: required (this server serves {cfg.model_id!r})", param="model",
+                         code="missing_model")
+    if model != cfg.model_id:
+        raise ServeError(404, f"model: {model!r} does not exist; this server serves {cfg.model_id!r}",
+                         param="model", code="model_not_found")
+
+
+def _model_card(cfg: ServeConfig, created: int) -> dict:
+    return {"id": cfg.model_id, "object": "model", "created": created, "owned_by": "labkit"}
+
+
+def _routes(app: FastAPI, lm, cfg: ServeConfig, scheduler: Scheduler) -> None:
+    created = int(time.time())
+
+    @app.get("/v1/models")
+    async def models(request: Request):
+        _check_key(request, cfg)
+        return {"object": "list", "data": [_model_card(cfg, created)]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str, request: Request):
+        _check_key(request, cfg)
+        if model_id != cfg.model_id:
+            raise ServeError(404, f"model: {model_id!r} does not exist; this server serves {cfg.model_id!r}",
+                             param="model", code="model_not_found")
+        return _model_card(cfg, created)
+
+    @app.get("/labkit/stats")
+    async def stats(request: Request):
+        _check_key(request, cfg)
+        return scheduler.stats()
+
+    async def completion(request: Request, parse):
+        _check_key(request, cfg)
+        body = await _body(request, cfg)
+        if parse is not parse_generate:
+            _check_model(body, cfg)
+        job = parse(lm, body, cfg.max_batch)
+        ticket = _submit(scheduler, job)
+        if job.stream:
+            return await _stream(lm, cfg, ticket)
+        result = await _wait(ticket, cfg)
+        return _format(lm, cfg, job, result)
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        return await completion(request, parse_chat)
+
+    @app.post("/v1/completions")
+    async def text(request: Request):
+        return await completion(request, parse_text)
+
+    @app.post("/generate")
+    async def simple(request: Request):
+        return await completion(request, parse_generate)
+
+
+def _submit(scheduler: Scheduler, job) -> Ticket:
+    try:
+        return scheduler.submit(job, asyncio.get_running_loop())
+    except QueueFull as e:
+        raise ServeError(429, str(e), code="queue_full", type="rate_limit_error") from None
+
+
+def _timeout(cfg: ServeConfig) -> ServeError:
+    return ServeError(504, f"timeout: no answer within the server's --timeout of {cfg.timeout:g} s (the request "
+                           f"was dropped; the server is busy or the request is long)", code="timeout",
+                      type="timeout_error")
+
+
+async def _wait(ticket: Ticket, cfg: ServeConfig) -> Result:
+    try:
+        return await asyncio.wait_for(asyncio.shield(ticket.future), max(0.0, ticket.deadline - time.monotonic()))
+    except asyncio.TimeoutError:
+        ticket.cancelled = True
+        raise _timeout(cfg) from None
+    except asyncio.CancelledError:                       # the client went away
+        ticket.cancelled = True
+        raise
+
+
+def _diffusion(lm, job, result: Result, row) -> dict:
+    k = job.knobs
+    tokens = sum(t != lm.mask_id for t in row.ids)        # canvas positions the row decided
+    return {"sampler": k.sampler, "steps": k.steps, "block_length": k.block_length, "gen_length": k.gen_length,
+            "nfe": row.nfe, "tpf": round(tokens / max(1, row.nfe), 4), "batch": result.batch_requests,
+            "batch_rows": result.batch_rows, "seconds": round(result.seconds, 4)}
+
+
+def _format(lm, cfg: ServeConfig, job, result: Result) -> dict:
+    choices, completion_tokens = [], 0
+    for i, row in enumerate(result.rows):
+        ids, reason = answer(lm, list(row.ids), job.max_tokens)
+        completion_tokens += len(ids)
+        text = lm.decode(ids)
+        if job.kind == "chat":
+            choices.append({"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": reason,
+                            "logprobs": None})
+        elif job.kind == "text":
+            choices.append({"index": i, "text": text, "finish_reason": reason, "logprobs": None})
+        else:
+            choices.append(text)
+    if job.kind == "generate":
+        return {"texts": choices, "diffusion": _diffusion(lm, job, result, result.rows[0])}
+    prompt_tokens = sum(job.prompt_tokens)
+    return {"id": f"{'chatcmpl' if job.kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion" if job.kind == "chat" else "text_completion", "created": int(time.time()),
+            "model": cfg.model_id, "choices": choices,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+            "diffusion": _diffusion(lm, job, result, result.rows[0])}
+
+
+def _sse(data) -> str:
+    return f"data: {json.dumps(data)}\n\n"
+
+
+async def _stream(lm, cfg: ServeConfig, ticket: Ticket) -> StreamingResponse:
+    """Wait until the run starts (504 / 4xx as plain JSON until then), then stream its blocks."""
+    try:
+        kind, payload = await asyncio.wait_for(ticket.events.get(), max(0.0, ticket.deadline - time.monotonic()))
+    except asyncio.TimeoutError:
+        ticket.cancelled = True
+        raise _timeout(cfg) from None
+    if kind == "error":
+        raise payload
+    return StreamingResponse(_events(lm, cfg, ticket), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
+
+
+class _Chunks:
+    """The chunk objects of one streamed answer, chat or text completion shape."""
+
+    def __init__(self, cfg: ServeConfig, job):
+        self.chat, self.model = job.kind == "chat", cfg.model_id
+        self.id = f"{'chatcmpl' if self.chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
+        self.created = int(time.time())
+
+    def make(self, content: str | None = None, reason: str | None = None, role: bool = False, **extra) -> dict:
+        if self.chat:
+            delta = {"role": "assistant", "content": ""} if role else ({} if content is None else {"content": content})
+            choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
+        else:
+            choice = {"index": 0, "text": content or "", "finish_reason": reason, "logprobs": None}
+        return {"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
+                "created": self.created, "model": self.model, "choices": [choice], **extra}
+
+
+async def _events(lm, cfg: ServeConfig, ticket: Ticket):
+    job, chunks, sent = ticket.job, _Chunks(cfg, ticket.job), ""
+    try:
+        if chunks.chat:
+            yield _sse(chunks.make(role=True))
+        while True:
+            try:
+                kind, payload = await asyncio.wait_for(ticket.events.get(),
+                                                       max(0.0, ticket.deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                ticket.cancelled = True
+                yield _sse(_timeout(cfg).body())
+                return
+            if kind == "error":
+                yield _sse(payload.body())
+                return
+            if kind == "draft":
+                yield _sse(chunks.make(draft={**payload, "text": lm.decode([t for t in payload["ids"]
+                                                                           if t != lm.mask_id])}))
+                continue
+            ids = payload if kind == "final" else list(payload.rows[0].ids)
+            out, reason = answer(lm, ids, job.max_tokens)
+            text = lm.decode(out)
+            if len(text) > len(sent) and text.startswith(sent):
+                yield _sse(chunks.make(text[len(sent):]))
+                sent = text
+            if kind == "done":
+                yield _sse(chunks.make(reason=reason, diffusion=_diffusion(lm, job, payload, payload.rows[0])))
+                if job.include_usage:
+                    p = sum(job.prompt_tokens)
+                    yield _sse({**chunks.make(), "choices": [],
+                                "usage": {"prompt_tokens": p, "completion_tokens": len(out), "total_tokens": p + len(out)}})
+                yield "data: [DONE]\n\n"
+                return
+    finally:
+        ticket.cancelled = True                 # a client that went away stops the run at its next step
+
+
+@dataclass(frozen=True)
+class Running:
+    """A server started by run_in_thread: its base URL (no /v1) and how to stop it."""
+    server: object
+    thread: object
+    url: str
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+def run_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0, ready_timeout: float = 60.0) -> Running:
+    """Serve `app` with uvicorn in a daemon thread (port 0: a free port) and wait until it listens."""
+    import threading
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name="labkit-serve-http", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + ready_timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the server did not start on {host}:{port}")
+        time.sleep(0.02)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    return Running(server=server, thread=thread, url=f"http://{host}:{bound}")

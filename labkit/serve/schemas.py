@@ -1,0 +1,301 @@
+"""Request bodies of `labkit serve`, parsed and checked into frozen Jobs before anything is queued.
+
+Every refusal is a ServeError whose message names the parameter and what it may be. What the
+server does with the standard fields:
+
+- `max_tokens` (or `max_completion_tokens`): the answer's length limit. The canvas is max_tokens
+  rounded up to a multiple of block_length (block_length defaults to min(32, max_tokens), so an
+  answer of up to 32 tokens is one block of exactly max_tokens); the answer returned is the
+  canvas's first max_tokens tokens, cut at the first end-of-text / end-of-turn token.
+  `completion_tokens` counts the tokens returned; `finish_reason` is "stop" when the answer ended
+  at such a token within them, else "length".
+- `temperature`, `top_p`, `seed`: the registry's sampling knobs (temperature 0 is greedy).
+- `n`: only 1. `stop`, `logprobs`, penalties other than 0, tools: refused with 400.
+- Diffusion knobs as extra fields: sampler, preset ("speed"/"quality"), steps, block_length,
+  threshold, editing_threshold, keywords (words that must appear), drafts (streaming only: send
+  each step's draft of the current block in an extra field).
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+from .. import defaults
+from ..decode import chat_text, check_knobs, check_seed
+from ..samplers import registry
+
+MAX_BODY = 1 << 20                      # bytes of a request body
+MAX_TOKENS = 4096                       # answer limit for a model without a context limit
+ROLES = ("system", "developer", "user", "assistant")
+NO_EFFECT = frozenset({"user", "stream_options", "metadata", "store", "service_tier", "parallel_tool_calls"})
+DIFFUSION = ("sampler", "preset", "steps", "block_length", "threshold", "editing_threshold", "keywords", "seed",
+             "drafts")
+OPENAI = ("model", "max_tokens", "max_completion_tokens", "stream", "n", "temperature", "top_p", "stop",
+          "logprobs", "presence_penalty", "frequency_penalty")
+CHAT_FIELDS = frozenset(("messages", *OPENAI, *DIFFUSION)) | NO_EFFECT
+TEXT_FIELDS = frozenset(("prompt", *OPENAI, *DIFFUSION)) | NO_EFFECT
+GENERATE_FIELDS = frozenset({"prompt", "max_len", "steps", "batch_size", "sampler", "preset", "block_length",
+                             "threshold", "editing_threshold", "temperature", "top_p", "seed", "keywords"})
+
+
+class ServeError(Exception):
+    """An answer other than 200: status, message, OpenAI error type and code, the parameter."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None,
+                 type: str = "invalid_request_error"):
+        super().__init__(message)
+        self.status, self.message, self.param, self.code, self.type = status, message, param, code, type
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+def bad(param: str, message: str) -> ServeError:
+    return ServeError(400, message if message.startswith(param) else f"{param}: {message}", param=param,
+                      code="invalid_value")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Everything the loop is run with besides the prompts: requests with equal Knobs can share a batch."""
+    sampler: str
+    gen_length: int
+    block_length: int
+    steps: int
+    temperature: float
+    top_p: float | None
+    threshold: float | None
+    editing_threshold: float | None
+    seed: int
+    keywords: tuple[str, ...] = ()
+
+    def rule(self):
+        return registry.rule(self.sampler, **registry.sampling(self.temperature, self.top_p),
+                             threshold=self.threshold, editing_threshold=self.editing_threshold)
+
+    def controls(self) -> tuple:
+        from ..controls import Keywords
+        return (Keywords(list(self.keywords)),) if self.keywords else ()
+
+
+@dataclass(frozen=True)
+class Job:
+    """One request, checked: its prompts (one row each), knobs and answer limit."""
+    kind: str                        # "chat", "text" or "generate"
+    prompts: tuple[str, ...]
+    prompt_tokens: tuple[int, ...]
+    knobs: Knobs
+    max_tokens: int
+    stream: bool = False
+    drafts: bool = False
+    include_usage: bool = False
+
+    @property
+    def batchable(self) -> bool:     # streams and keyword runs run alone
+        return not self.stream and not self.knobs.keywords
+
+
+def _get_int(body: dict, name: str, default, low: int, high: int):
+    v = body.get(name)
+    if v is None:
+        return default
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not low <= v <= high:
+        raise bad(name, f"{name} must be an integer in [{low}, {high}], got {v!r}")
+    return int(v)
+
+
+def _get_float(body: dict, name: str, default, low: float, high: float, low_open: bool = False):
+    v = body.get(name)
+    if v is None:
+        return default
+    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and (low < v if low_open else low <= v) and v <= high
+    if not ok:
+        raise bad(name, f"{name} must be a number in {'(' if low_open else '['}{low}, {high}], got {v!r}")
+    return float(v)
+
+
+def _get_bool(body: dict, name: str, default: bool = False) -> bool:
+    v = body.get(name)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise bad(name, f"{name} must be true or false, got {v!r}")
+    return v
+
+
+def _check_fields(body, allowed: frozenset, route: str) -> None:
+    if not isinstance(body, dict):
+        raise ServeError(400, f"the request body must be a JSON object, got {type(body).__name__}", code="invalid_json")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise bad(unknown[0], f"{unknown[0]}: unsupported parameter for {route} (it reads {', '.join(sorted(allowed))})")
+
+
+def _refused(body: dict) -> None:
+    """Standard fields the server cannot honour, refused rather than silently ignored."""
+    if body.get("n") not in (None, 1):
+        raise bad("n", f"n must be 1 (one answer per request), got {body['n']!r}")
+    if body.get("stop") not in (None, [], ""):
+        raise bad("stop", "stop sequences are not supported: the answer ends at the model's end-of-text token or "
+                          "at max_tokens")
+    if body.get("logprobs") not in (None, False, 0):
+        raise bad("logprobs", "logprobs are not supported")
+    for name in ("presence_penalty", "frequency_penalty"):
+        if body.get(name) not in (None, 0):
+            raise bad(name, f"{name} must be 0 (not supported), got {body[name]!r}")
+
+
+def _sampler(lm, body: dict) -> str:
+    offered = registry.names_for(lm.kind)
+    preset, name = body.get("preset"), body.get("sampler")
+    if preset is not None and preset not in registry.PRESETS:
+        raise bad("preset", f"preset must be one of {', '.join(registry.PRESETS)}, got {preset!r}")
+    if name is not None and name not in offered:
+        raise bad("sampler", f"sampler must be one of {', '.join(offered)} for model {lm.name!r} "
+                             f"(kind {lm.kind!r}), got {name!r}")
+    if preset is not None and name is not None and name != preset:
+        raise bad("preset", f"preset {preset!r} contradicts sampler {name!r}: give one of them")
+    if preset is not None and preset not in offered:
+        raise bad("preset", f"preset {preset!r} needs a masked diffusion model; {lm.name!r} is {lm.kind!r}")
+    own = lm.family.default_sampler if lm.family is not None else None
+    return name or preset or own or ("autoregressive" if lm.kind == "causal" else "low_confidence")
+
+
+def _keywords(body: dict) -> tuple[str, ...]:
+    words = body.get("keywords")
+    if words is None:
+        return ()
+    if not isinstance(words, list) or not 1 <= len(words) <= 16 or not all(isinstance(w, str) and w.strip()
+                                                                          for w in words):
+        raise bad("keywords", f"keywords must be a list of 1 to 16 non-empty strings, got {words!r}")
+    return tuple(w.strip() for w in words)
+
+
+def knobs(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[Knobs, int]:
+    """The loop's knobs from a body and the answer limit: (Knobs, gen_length)."""
+    name = _sampler(lm, body)
+    block = _get_int(body, "block_length", min(defaults.BLOCK_LENGTH, max_tokens), 1, MAX_TOKENS)
+    gen_length = -(-max_tokens // block) * block
+    limit = lm.max_length
+    if limit is not None and longest_prompt + gen_length > limit:
+        room = (limit - longest_prompt) // block * block
+        raise bad("max_tokens", f"max_tokens: the prompt ({longest_prompt} tokens) + the canvas ({gen_length} tokens: "
+                                f"max_tokens rounded up to a multiple of block_length {block}) exceeds the model's "
+                                f"context of {limit} tokens; max_tokens may be at most {max(room, 0)} here")
+    temperature = _get_float(body, "temperature", defaults.TEMPERATURE, 0.0, 2.0)
+    k = Knobs(sampler=name, gen_length=gen_length, block_length=block,
+              steps=_get_int(body, "steps", gen_length, 1, MAX_TOKENS), temperature=temperature,
+              top_p=registry.sampling(temperature, _get_float(body, "top_p", None, 0.0, 1.0, low_open=True))["top_p"],
+              threshold=_get_float(body, "threshold", None, 0.0, 1.0),
+              editing_threshold=_get_float(body, "editing_threshold", None, 0.0, 1.0),
+              seed=_get_int(body, "seed", 0, -2**63, 2**64 - 1), keywords=_keywords(body))
+    check_seed(k.seed)
+    try:
+        rule = k.rule()
+        check_knobs(rule, gen_length=gen_length, block_length=block, steps=k.steps)
+        k.controls()
+    except ValueError as e:
+        msg = str(e)
+        param = next((p for p in ("threshold", "editing_threshold", "steps", "block_length", "keywords", "top_p",
+                                  "temperature") if msg.startswith(p) or f"({p}" in msg or f" {p}" in msg), "sampler")
+        raise bad(param, msg) from None
+    return k, gen_length
+
+
+def _max_tokens(lm, body: dict, longest_prompt: int, name: str = "max_tokens") -> int:
+    given = [n for n in (name, "max_completion_tokens") if body.get(n) is not None]
+    key = given[0] if given else name
+    room = MAX_TOKENS if lm.max_length is None else lm.max_length - longest_prompt
+    if room < 1:
+        raise bad("messages" if "messages" in body else "prompt",
+                  f"the prompt is {longest_prompt} tokens, which leaves no room in the model's context of "
+                  f"{lm.max_length} tokens")
+    return _get_int(body, key, min(defaults.GEN_LENGTH, room), 1, min(room, MAX_TOKENS))
+
+
+def render_chat(lm, messages) -> str:
+    """Chat messages as the prompt text: the model's chat template when it has one, else a plain
+    transcript ("USER:\\n...\\n\\nASSISTANT:\\n"), the shape of the embedded models' play text."""
+    if not isinstance(messages, list) or not messages:
+        raise bad("messages", f"messages must be a non-empty list of {{'role', 'content'}} objects, got {messages!r}")
+    plain = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            role = m.get("role") if isinstance(m, dict) else m
+            raise bad("messages", f"messages[{i}].role must be one of {', '.join(ROLES)}, got {role!r}")
+        content = m.get("content")
+        if isinstance(content, list):           # [{"type": "text", "text": ...}, ...]
+            if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+                       for p in content):
+                raise bad("messages", f"messages[{i}].content parts must all be {{'type': 'text', 'text': str}}")
+            content = "".join(p["text"] for p in content)
+        if not isinstance(content, str) or not content.strip():
+            raise bad("messages", f"messages[{i}].content must be non-empty text, got {content!r}")
+        plain.append({"role": m["role"], "content": content})
+    if getattr(lm.tokenizer, "chat_template", None):
+        return chat_text(lm, plain)
+    return "".join(f"{m['role'].upper()}:\n{m['content'].strip()}\n\n" for m in plain) + "ASSISTANT:\n"
+
+
+def _job(lm, body: dict, kind: str, prompts: list[str], max_batch: int, limit_name: str = "max_tokens") -> Job:
+    counts = tuple(len(lm.encode(p)) for p in prompts)
+    if len(prompts) > max_batch:
+        raise bad("prompt", f"prompt: at most {max_batch} prompts per request (the server's --max-batch), "
+                            f"got {len(prompts)}")
+    longest = max(counts)
+    if kind == "generate":
+        max_tokens = _get_int(body, "max_len", defaults.GEN_LENGTH, 1, MAX_TOKENS)
+    else:
+        max_tokens = _max_tokens(lm, body, longest, limit_name)
+    k, _ = knobs(lm, body, max_tokens, longest)
+    stream = _get_bool(body, "stream")
+    opts = body.get("stream_options")
+    if opts is not None and not isinstance(opts, dict):
+        raise bad("stream_options", f"stream_options must be an object, got {opts!r}")
+    return Job(kind=kind, prompts=tuple(prompts), prompt_tokens=counts, knobs=k, max_tokens=max_tokens,
+               stream=stream, drafts=_get_bool(body, "drafts"),
+               include_usage=bool(stream and opts and opts.get("include_usage")))
+
+
+def parse_chat(lm, body, max_batch: int) -> Job:
+    _check_fields(body, CHAT_FIELDS, "/v1/chat/completions")
+    _refused(body)
+    return _job(lm, body, "chat", [render_chat(lm, body.get("messages"))], max_batch)
+
+
+def parse_text(lm, body, max_batch: int) -> Job:
+    _check_fields(body, TEXT_FIELDS, "/v1/completions")
+    _refused(body)
+    prompt = body.get("prompt")
+    prompts = [prompt] if isinstance(prompt, str) else prompt
+    if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) and p.strip() for p in prompts):
+        raise bad("prompt", f"prompt must be non-empty text or a list of non-empty texts, got {prompt!r}")
+    job = _job(lm, body, "text", prompts, max_batch)
+    if job.stream and len(prompts) > 1:
+        raise bad("stream", "stream: a streamed completion takes one prompt")
+    return job
+
+
+def parse_generate(lm, body, max_batch: int) -> Job:
+    """/generate: {prompt, max_len, steps, batch_size} → batch_size answers to one prompt, decoded
+    as one batch; max_len is the canvas (gen_length) exactly."""
+    _check_fields(body, GENERATE_FIELDS, "/generate")
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise bad("prompt", f"prompt must be non-empty text, got {prompt!r}")
+    n = _get_int(body, "batch_size", 1, 1, max_batch)
+    job = _job(lm, body, "generate", [prompt] * n, max_batch)
+    if job.knobs.gen_length != job.max_tokens:
+        raise bad("max_len", f"max_len ({job.max_tokens}) must be a multiple of block_length "
+                             f"({job.knobs.block_length})")
+    return job
+
+
+def answer(lm, ids: list[int], max_tokens: int) -> tuple[list[int], str]:
+    """The tokens returned from a row's canvas ids and the finish reason: the first max_tokens
+    tokens cut at the first end-of-text / end-of-turn token ("stop"), else "length"."""
+    head = ids[:max_tokens]
+    for i, t in enumerate(head):
+        if t in lm.stop_ids:
+            return head[:i], "stop"
+    return head, "length"
