@@ -187,3 +187,35 @@ def block_distill_loss(logits_fn, x0: torch.Tensor, attn: torch.Tensor, prompt_l
     if edit_prob:
         loss = loss + edit_term(logits, x0, written, edit_weight)
     return loss
+
+
+def continuous_diffusion_loss(model, x0: torch.Tensor, schedule, generator: torch.Generator | None = None, *,
+                              t: torch.Tensor | None = None, rounding_weight: float = 1.0,
+                              t_min: float = EPS) -> torch.Tensor:
+    """Diffusion-LM's loss for a continuous-diffusion LM (`labkit.models.continuous_net`).
+
+    x0 (B, L) tokens → e0 = model.embed_tokens(x0) (B, L, D); t ~ U(t_min, 1) per row, stratified
+    over the batch (`stratified_t`) unless given (B,); ᾱ = schedule(t) (a callable t → ᾱ(t),
+    `labkit.training.schedules`); x_t = √ᾱ · e0 + √(1 − ᾱ) · ε with ε ~ N(0, I) drawn from
+    `generator` after t; x0_hat = model(x_t, t) (B, L, D). Then
+
+        loss = mean over B·L·D of (x0_hat − e0)²                          (the x0 regression)
+             + rounding_weight · mean over B·L of −log softmax(x0_hat · Eᵀ)[x0]   (the rounding term)
+
+    where E = model.embedding_matrix() (V, D): the rounding term is −log p(x0 | x0_hat), the
+    cross-entropy of the logits through the embedding matrix against the clean tokens, which
+    keeps the embeddings apart and teaches x0_hat to land near its own token. Gradients reach the
+    embeddings through e0 and through E."""
+    B, L = x0.shape
+    if t is None:
+        t = stratified_t(B, t_min, generator)                              # (B,)
+    t = t.to(x0.device).float()
+    e0 = model.embed_tokens(x0)                                            # (B, L, D)
+    ab = torch.as_tensor(schedule(t.cpu())).to(x0.device).float()[:, None, None]   # (B, 1, 1)
+    noise = torch.randn(e0.shape, generator=generator).to(e0.device)      # (B, L, D)
+    x_t = ab.sqrt() * e0 + (1 - ab).sqrt() * noise
+    x0_hat = model(x_t, t)                                                 # (B, L, D)
+    mse = F.mse_loss(x0_hat.float(), e0.float())
+    logits = model.logits(x0_hat)                                          # (B, L, V)
+    rounding = F.cross_entropy(logits.flatten(0, 1).float(), x0.flatten())
+    return mse + rounding_weight * rounding

@@ -388,3 +388,36 @@ def to_html(trace, lm: Denoiser, path, title: str = "labkit generation", row: in
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(doc, encoding="utf-8")
     return path
+
+
+# --- continuous diffusion (labkit.continuous) ------------------------------------------------
+CONTINUOUS_VALUES = ("distance", "probability")
+
+
+def continuous_heatmap(trace, lm=None, value: str = "distance", row: int = 0):
+    """plotly Figure of a continuous-diffusion trace (labkit.continuous.generate_continuous):
+    steps (y) × generated positions (x), coloured at every cell (not only where a token was written)
+    by `value`: "distance", from x0_hat to its nearest embedding (trace.meta["distance"]), or
+    "probability", the nearest token's softmax probability (the record's confidence). Hover shows
+    the nearest token at that step when `lm` (a DLM or a continuous.Vocabulary) is given."""
+    import plotly.graph_objects as go
+    if value not in CONTINUOUS_VALUES:
+        raise ValueError(f"value must be one of {CONTINUOUS_VALUES}, got {value!r}")
+    _check(trace, row)
+    if value == "distance":
+        if "distance" not in trace.meta:
+            raise ValueError("this trace has no per-step distances: it was not made by generate_continuous")
+        z = np.asarray(trace.meta["distance"], dtype=np.float32)[:, row]      # (S, N)
+    else:
+        z = _gen(trace.confidence(), trace, row).astype(np.float32)
+    hm = dict(z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]), colorbar=dict(title=value),
+              colorscale="Viridis_r" if value == "distance" else "Viridis")
+    where = "step %{y} · pos %{x}"
+    if lm is not None:
+        hm.update(text=_cell_text(trace, lm, row))
+        where += " · %{text}"
+    fig = go.Figure(go.Heatmap(hovertemplate=where + f" · {value} %{{z:.3f}}<extra></extra>", **hm))
+    fig.update_layout(title=f"nearest-token {value} (row {row})", template="plotly_white",
+                      xaxis_title="generated position", yaxis=dict(title="step", autorange="reversed"),
+                      height=min(900, 200 + 8 * z.shape[0]))
+    return fig
