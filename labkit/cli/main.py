@@ -1,4 +1,4 @@
-"""The `labkit` command: generate, eval, train, bench.
+"""The `labkit` command: generate, eval, train, bench, serve, check-endpoint, batch.
 
     labkit generate --model tiny --steps 64 "ROMEO:"
     labkit generate --sampler speed "ROMEO:"          # LLaDA2.1 S mode
@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from . import bench, generate
+from . import bench, generate, jobs, serve
 from .common import load_model, model_args
 
 
@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_train)
 
     bench.add_parser(sub)
+    serve.add_parser(sub)
+    jobs.add_parser(sub)
     return p
 
 
