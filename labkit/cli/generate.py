@@ -9,7 +9,6 @@ from .common import Given, load_model, model_args, note, output_file
 
 def add_parser(sub) -> None:
     from .. import defaults
-    from ..samplers import registry
 
     g = sub.add_parser("generate", help="generate text and report NFE and time")
     g.add_argument("prompt")
@@ -17,6 +16,21 @@ def add_parser(sub) -> None:
                    "model's chat template (instruct models)")
     model_args(g, default=None, help_default=f"{defaults.MODEL}; {defaults.PARALLEL_MODEL} for "
                 f"--sampler speed / quality")
+    sampler_args(g)
+    g.add_argument("--keywords", metavar="A,B", help="words that must appear (labkit.controls.Keywords)")
+    g.add_argument("--ban", metavar="A,B", help="words that must not appear (labkit.controls.Ban)")
+    g.add_argument("--pin", action="append", metavar="OFFSET:TEXT", help="fixed text at a token offset "
+                   "of the answer (repeatable)")
+    g.add_argument("--html", help="write the step-through view to this HTML file")
+    g.add_argument("--trace", help="save the trace (.npz) to this path")
+    g.set_defaults(fn=run, steps_given=False)
+
+
+def sampler_args(g) -> None:
+    """The rule and loop flags (`labkit generate`, `labkit batch`): one list of them."""
+    from .. import defaults
+    from ..samplers import registry
+
     g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH)
     g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH)
     g.add_argument("--steps", type=int, action=Given, help=f"step budget (default {defaults.STEPS}; "
@@ -38,48 +52,19 @@ def add_parser(sub) -> None:
     g.add_argument("--penalty-lambda", type=float, default=0.0, help="anti-stutter penalty (SGLang)")
     g.add_argument("--cfg-scale", type=float, default=0.0)
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--keywords", metavar="A,B", help="words that must appear (labkit.controls.Keywords)")
-    g.add_argument("--ban", metavar="A,B", help="words that must not appear (labkit.controls.Ban)")
-    g.add_argument("--pin", action="append", metavar="OFFSET:TEXT", help="fixed text at a token offset "
-                   "of the answer (repeatable)")
-    g.add_argument("--html", help="write the step-through view to this HTML file")
-    g.add_argument("--trace", help="save the trace (.npz) to this path")
-    g.set_defaults(fn=run, steps_given=False)
-
 
 
 def run(a) -> int:
     from .. import defaults
-    from ..decode import check_knobs, check_seed, generate
-    from ..models.load import embedded_kind
-    from ..samplers import registry
+    from ..decode import generate
 
     # everything that needs no model is checked first, so bad input fails before the model loads
     html_path = output_file(a.html, "--html", ".html")
     trace_path = output_file(a.trace, "--trace", ".npz")
-    chosen = a.model is not None
-    if not chosen:                              # S / Q mode on the lab's model that can do them
-        a.model = defaults.PARALLEL_MODEL if a.sampler in registry.PRESETS else defaults.MODEL
-    causal = embedded_kind(a.model) == "causal"  # known before loading for the embedded models
-    name, sampler, notes = _sampler(a, default="autoregressive" if causal else "low_confidence")
-    knobs = dict(gen_length=a.gen_length, block_length=a.block_length, steps=a.steps, cfg_scale=a.cfg_scale,
-                 penalty_lambda=a.penalty_lambda)
-    if a.sampler is not None or embedded_kind(a.model) is not None:   # else the model's family picks the rule
-        check_knobs(sampler, **knobs)
-    check_seed(a.seed)
-    controls = _controls(a)
-    if not chosen and a.sampler in registry.PRESETS:
-        notes.insert(0, f"{a.sampler} mode runs on {a.model}, the lab's model for parallel decoding "
-                        f"(choose another with --model)")
+    name, sampler, notes = rule_before_load(a)
+    controls = controls_from_flags(a)
     lm = load_model(a)
-    own = lm.family.default_sampler if lm.family is not None else None   # e.g. LLaDA2.x: quality
-    if a.sampler is None and lm.kind == "causal" and name != "autoregressive":
-        name, sampler, notes = _sampler(a, default="autoregressive")     # its flags checked again
-    elif a.sampler is None and own is not None and name != own:
-        name, sampler, notes = _sampler(a, default=own)
-    check_knobs(sampler, **knobs)
-    for text in notes:
-        note(text)
+    name, sampler = rule_after_load(a, lm, name, sampler, notes)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
     if a.chat:
         from ..decode import chat_text
@@ -104,7 +89,51 @@ def run(a) -> int:
     return 0
 
 
-def _controls(a) -> list:
+def rule_before_load(a):
+    """(rule name, rule object, notes) from the flags, every knob checked that needs no model, so
+    bad input fails before the model loads. Picks the model when --model is not given (S / Q mode
+    on the lab's model that can run them)."""
+    from .. import defaults
+    from ..decode import check_knobs, check_seed
+    from ..models.load import embedded_kind
+    from ..samplers import registry
+
+    chosen = a.model is not None
+    if not chosen:
+        a.model = defaults.PARALLEL_MODEL if a.sampler in registry.PRESETS else defaults.MODEL
+    causal = embedded_kind(a.model) == "causal"  # known before loading for the embedded models
+    name, sampler, notes = sampler_from_flags(a, default="autoregressive" if causal else "low_confidence")
+    if a.sampler is not None or embedded_kind(a.model) is not None:   # else the model's family picks the rule
+        check_knobs(sampler, **_knobs(a))
+    check_seed(a.seed)
+    if not chosen and a.sampler in registry.PRESETS:
+        notes.insert(0, f"{a.sampler} mode runs on {a.model}, the lab's model for parallel decoding "
+                        f"(choose another with --model)")
+    return name, sampler, notes
+
+
+def rule_after_load(a, lm, name: str, sampler, notes: list[str]):
+    """The rule for the loaded model (a causal model: autoregressive; a family with its own rule,
+    e.g. LLaDA2.x: quality, unless --sampler says otherwise), checked again; prints the notes."""
+    from ..decode import check_knobs
+
+    own = lm.family.default_sampler if lm.family is not None else None
+    if a.sampler is None and lm.kind == "causal" and name != "autoregressive":
+        name, sampler, notes = sampler_from_flags(a, default="autoregressive")     # its flags checked again
+    elif a.sampler is None and own is not None and name != own:
+        name, sampler, notes = sampler_from_flags(a, default=own)
+    check_knobs(sampler, **_knobs(a))
+    for text in notes:
+        note(text)
+    return name, sampler
+
+
+def _knobs(a) -> dict:
+    return dict(gen_length=a.gen_length, block_length=a.block_length, steps=a.steps, cfg_scale=a.cfg_scale,
+                penalty_lambda=a.penalty_lambda)
+
+
+def controls_from_flags(a) -> list:
     from ..controls import Ban, Keywords, Pin
 
     controls = []
@@ -120,7 +149,7 @@ def _controls(a) -> list:
     return controls
 
 
-def _sampler(a, default: str = "low_confidence"):
+def sampler_from_flags(a, default: str = "low_confidence"):
     """(rule name, rule object, notes) from the flags; `default` is the rule when --sampler is
     not given. A flag the rule does not read, or that contradicts another, is refused; one that
     only does nothing here (--steps under a rule that runs until each block is done, --top-p at

@@ -6,15 +6,13 @@
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
-from .common import load_model, model_args, note, output_file
+from . import generate
+from .common import load_model, model_args, output_file
 
-# generate's flags that batch does not take: its prompt, its outputs, and model_args (added here)
-NOT_BATCH = {"help", "prompt", "html", "trace", "model", "device", "dtype", "trust_remote_code"}
 # generate's flags that mean something with --endpoint (sent as OpenAI fields)
 ENDPOINT_FLAGS = {"gen_length", "temperature", "top_p", "seed", "chat"}
 
@@ -40,7 +38,9 @@ def add_parser(sub) -> None:
     b.add_argument("--batch-size", type=int, default=8, help="records per batch (default 8)")
     b.add_argument("--quiet", action="store_true", help="no progress bar or batch lines")
     model_args(b, default=None, help_default="tiny")
-    _generate_flags(b)
+    b.add_argument("--chat", action="store_true", help="send each `prompt` as a user message through the "
+                   "model's chat template (records with `messages` always are)")
+    generate.sampler_args(b)                     # the same rule and loop flags as `labkit generate`
     e = b.add_argument_group("endpoint (instead of --model)")
     e.add_argument("--endpoint", help="base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     e.add_argument("--api-key", help="default: $OPENAI_API_KEY")
@@ -49,17 +49,6 @@ def add_parser(sub) -> None:
     e.add_argument("--timeout", type=float, default=120.0, help="seconds per attempt (default 120)")
     e.add_argument("--retries", type=int, default=2, help="retries per request (default 2)")
     b.set_defaults(fn=batch, steps_given=False)
-
-
-def _generate_flags(p: argparse.ArgumentParser) -> None:
-    """The sampler and loop flags of `labkit generate`, taken from its parser (one list of them)."""
-    from . import generate
-
-    scratch = argparse.ArgumentParser().add_subparsers()
-    generate.add_parser(scratch)
-    for action in scratch.choices["generate"]._actions:
-        if action.dest not in NOT_BATCH:
-            p._add_action(action)
 
 
 def check_endpoint(a) -> int:
@@ -105,7 +94,7 @@ def _endpoint_backend(a):
         raise ValueError("--model and --endpoint exclude each other (--endpoint-model names the server's model)")
     local_only = {"sampler": a.sampler, "threshold": a.threshold, "editing_threshold": a.editing_threshold,
                   "factor": a.factor, "entropy_bound": a.entropy_bound, "remasking": a.remasking,
-                  "keywords": a.keywords, "ban": a.ban, "pin": a.pin, "steps": a.steps if a.steps_given else None,
+                  "steps": a.steps if a.steps_given else None,
                   "eos_early_stop": a.eos_early_stop or None, "penalty_lambda": a.penalty_lambda or None,
                   "cfg_scale": a.cfg_scale or None,
                   "block_length": None if a.block_length == defaults.BLOCK_LENGTH else a.block_length}
@@ -124,35 +113,14 @@ def _endpoint_backend(a):
 
 
 def _local_backend(a):
-    from .. import defaults
-    from ..decode import check_knobs, check_seed
-    from ..models.load import embedded_kind
-    from ..samplers import registry
     from ..serve.batch import LocalBackend
-    from .generate import _controls, _sampler
 
     for flag, value in (("--endpoint-model", a.endpoint_model), ("--api-key", a.api_key)):
         if value is not None:
             raise ValueError(f"{flag} is read only with --endpoint")
-    if _controls(a):
-        raise ValueError("--keywords, --ban and --pin are not read by labkit batch")
-    chosen = a.model is not None
-    if not chosen:
-        a.model = defaults.PARALLEL_MODEL if a.sampler in registry.PRESETS else defaults.MODEL
-    causal = embedded_kind(a.model) == "causal"
-    name, sampler, notes = _sampler(a, default="autoregressive" if causal else "low_confidence")
-    knobs = dict(gen_length=a.gen_length, block_length=a.block_length, steps=a.steps)
-    if a.sampler is not None or embedded_kind(a.model) is not None:
-        check_knobs(sampler, **knobs, cfg_scale=a.cfg_scale, penalty_lambda=a.penalty_lambda)
-    check_seed(a.seed)
+    name, sampler, notes = generate.rule_before_load(a)
     lm = load_model(a)
-    own = lm.family.default_sampler if lm.family is not None else None
-    if a.sampler is None and lm.kind == "causal" and name != "autoregressive":
-        name, sampler, notes = _sampler(a, default="autoregressive")
-    elif a.sampler is None and own is not None and name != own:
-        name, sampler, notes = _sampler(a, default=own)
-    check_knobs(sampler, **knobs, cfg_scale=a.cfg_scale, penalty_lambda=a.penalty_lambda)
-    for text in notes:
-        note(text)
-    return LocalBackend(lm, sampler, **knobs, seed=a.seed, chat=a.chat, eos_early_stop=a.eos_early_stop,
+    name, sampler = generate.rule_after_load(a, lm, name, sampler, notes)
+    return LocalBackend(lm, sampler, gen_length=a.gen_length, block_length=a.block_length, steps=a.steps,
+                        seed=a.seed, chat=a.chat, eos_early_stop=a.eos_early_stop,
                         penalty_lambda=a.penalty_lambda, cfg_scale=a.cfg_scale)
