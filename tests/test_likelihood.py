@@ -186,3 +186,8 @@ def test_bench_likelihood_writes_the_table(tmp_path, capsys):
     assert "tiny-ar" in out and "exact" in out and "likelihood.json" in out
     with pytest.raises(ValueError, match="mc_num"):
         main(["bench", "likelihood", "--mc-nums", "0", "--out", str(tmp_path)])
+    assert main(["bench", "likelihood", "--models", "tiny", "--mc-nums", "1", "--windows", "2", "--window-tokens", "32",
+                 "--out", str(tmp_path), "--quiet"]) == 0
+    assert json.loads((tmp_path / "likelihood.json").read_text())["window_tokens"] == 32
+    with pytest.raises(ValueError, match="window_tokens .* exceeds model 'tiny-ar'"):
+        main(["bench", "likelihood", "--window-tokens", "100000", "--out", str(tmp_path)])

@@ -58,3 +58,33 @@ def test_the_defaults_table_is_true(toy):
     assert widgets.Lab(toy, run=False).temperature.value == 0.0
     assert "Defaults, in one place" in README and "MIN_PARALLEL_TPF" not in README
     assert defaults.MIN_PARALLEL_TPF == 1.2 and "fewer than 1.2 tokens per forward pass" in README
+
+
+def test_the_serving_example_runs_against_labkit_serve():
+    """README's client snippet, pointed at a server started here (on a free port instead of 8000)."""
+    from labkit.serve.app import create_app, run_in_thread
+
+    running = run_in_thread(create_app(lk.load("tiny"), "tiny"))
+    try:
+        section = README.split("## Serving and batch jobs", 1)[1]
+        code = section.split("```python\n", 1)[1].split("```", 1)[0]
+        code = code.replace("http://127.0.0.1:8000/v1", f"{running.url}/v1").replace("print(", "answer = (")
+        scope = {}
+        exec(compile(code, "README serving", "exec"), scope)
+        text, diffusion = scope["answer"]
+        assert isinstance(text, str) and scope["r"].choices[0].finish_reason in ("stop", "length")
+        assert {"nfe", "tpf", "steps"} <= set(diffusion) and diffusion["sampler"] == "threshold"
+    finally:
+        running.stop()
+
+
+def test_the_serving_section_names_the_real_defaults():
+    from labkit.serve import schemas
+
+    section = README.split("## Serving and batch jobs", 1)[1].split("\n## ", 1)[0]
+    parser = build_parser()
+    serve = parser.parse_args(["serve"])
+    assert f"default {serve.max_batch})" in section and "(120 s;" in section and serve.timeout == 120
+    assert schemas.MAX_BODY == 1 << 20 and "1 MiB" in section
+    check = parser.parse_args(["check-endpoint"])
+    assert check.timeout == 120 and check.retries == 2 and "120 s" in section and "2 retries" in section

@@ -13,7 +13,7 @@ import time
 
 import torch
 
-from ..eval.evaluate import heldout_windows
+from ..eval.evaluate import WINDOW, heldout_windows
 from ..eval.likelihood import ar_bits, check_mc_num, elbo_bits
 from .common import metadata
 
@@ -24,9 +24,14 @@ ESTIMATOR = ("masked models: -ELBO by LLaDA's estimator (per draw, l of the wind
              "bound on -log p in expectation; AR: exact -log p per predicted token")
 
 
-def pick_windows(lm, n: int | None) -> torch.Tensor:
-    """n of the held-out windows (N, L), evenly spaced over the plays (all with n None)."""
-    windows = heldout_windows(lm)
+def pick_windows(lm, n: int | None, length: int = WINDOW) -> torch.Tensor:
+    """n of the held-out windows (N, length), evenly spaced over the plays (all with n None)."""
+    if not isinstance(length, int) or length < 2:
+        raise ValueError(f"window_tokens must be an integer >= 2, got {length!r}")
+    if lm.max_length is not None and length > lm.max_length:
+        raise ValueError(f"window_tokens ({length}) exceeds model {lm.name!r}'s context of {lm.max_length} tokens: "
+                         f"pass window_tokens <= {lm.max_length}")
+    windows = heldout_windows(lm, length)
     if n is None or n >= len(windows):
         return windows
     if n < 2:
@@ -58,17 +63,18 @@ def model_rows(lm, windows: torch.Tensor, mc_nums, ar: dict | None, seed: int, l
 
 
 def bench_likelihood(models=("tiny", "tiny-cap"), ar_model: str = "tiny-ar", mc_nums=MC_NUMS,
-                     windows: int | None = WINDOWS, seed: int = 0, device: str = "cpu", log=None) -> dict:
+                     windows: int | None = WINDOWS, seed: int = 0, device: str = "cpu", log=None,
+                     window_tokens: int = WINDOW) -> dict:
     """The likelihood table: each of `models` (masked; names or folders) at each mc_num against
     `ar_model`'s exact bits per token, on `windows` held-out windows. A model whose windows differ
     from the AR model's (another tokenizer) gets no paired gap."""
     from ..models.load import load
 
-    mc_nums = [check_mc_num(m) for m in mc_nums]
+    mc_nums = [check_mc_num(m) for m in mc_nums]     # every argument checked before a model loads
     if not models:
         raise ValueError("models must name at least one masked model")
     ar_lm = load(ar_model, device=device)
-    ar_windows = pick_windows(ar_lm, windows)
+    ar_windows = pick_windows(ar_lm, windows, window_tokens)
     t0 = time.perf_counter()
     ar = ar_bits(ar_lm, ar_windows)
     result = {"meta": metadata(ar_lm), "estimator": ESTIMATOR, "seed": seed,
@@ -78,7 +84,7 @@ def bench_likelihood(models=("tiny", "tiny-cap"), ar_model: str = "tiny-ar", mc_
               "models": {}}
     for name in models:
         lm = load(name, device=device)
-        w = pick_windows(lm, windows)
+        w = pick_windows(lm, windows, window_tokens)
         paired = ar if torch.equal(w, ar_windows) else None
         result["models"][name] = model_rows(lm, w, mc_nums, paired, seed, log)
     return result

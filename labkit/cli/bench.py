@@ -49,8 +49,10 @@ def add_parser(sub) -> None:
                    "(names or folders; default: tiny tiny-cap), each against --ar-model")
     b.add_argument("--mc-nums", type=int, nargs="+", default=[1, 4, 16, 64],
                    help="likelihood: Monte-Carlo draws per window (default 1 4 16 64)")
-    b.add_argument("--windows", type=int, default=32, help="likelihood: held-out windows of 256 tokens, evenly "
+    b.add_argument("--windows", type=int, default=32, help="likelihood: held-out windows, evenly "
                    "spaced (default 32; 0: all)")
+    b.add_argument("--window-tokens", type=int, default=256, help="likelihood: tokens per window (default 256; "
+                   "at most every model's context, e.g. 64 for the notebook's from-scratch models)")
     b.set_defaults(fn=run)
 
 
@@ -70,7 +72,7 @@ def _bench_likelihood(a) -> int:
     if a.windows < 0:
         raise ValueError(f"--windows must be 0 (all) or at least 2, got {a.windows}")
     r = bench_likelihood(a.models, a.ar_model, a.mc_nums, windows=a.windows or None, seed=a.seed,
-                         device=a.device, log=progress_log(a))
+                         device=a.device, log=progress_log(a), window_tokens=a.window_tokens)
     return report(a, "likelihood.json", r, lambda r: print(table(r)))
 
 
