@@ -168,3 +168,18 @@ def test_endpoint_mode(tmp_path, fake_server, capsys):
     assert "late" in errors and "HTTP 401" in errors
     assert "0 done, 2 failed, 3 skipped" in capsys.readouterr().err
     assert sorted(ids_in(out)) == ["m", "p", "r"]
+
+
+def test_a_line_that_is_not_utf8_is_one_bad_record(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"id": 1, "prompt": "caf\xe9"}\n' + json.dumps({"id": 2, "prompt": "ROMEO:\n"}).encode() + b"\n")
+    records, bad = jobs.read_records(path)
+    assert [r.id for r in records] == [2] and len(bad) == 1 and bad[0].line == 1 and "UTF-8" in bad[0].error
+
+
+def test_an_output_that_is_not_ours_is_refused_and_left_unlocked(tmp_path):
+    out = tmp_path / "o.jsonl"
+    out.write_text("not a result\n")
+    for _ in range(2):                    # the first refusal releases the file: the second says the same
+        with pytest.raises(ValueError, match="not a result of labkit batch"):
+            jobs.Sink(out, tmp_path / "e.jsonl")

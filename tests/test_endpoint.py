@@ -241,3 +241,21 @@ def test_cli_exit_codes(server, monkeypatch, capsys):
     assert result["ok"] is False and any(f["check"] == "model" and "'tiny'" in f["fix"] for f in result["findings"])
     assert main(["check-endpoint", "--timeout", "0"]) == 2
     assert "--timeout" in capsys.readouterr().err
+
+
+def test_a_local_server_without_a_key_passes_and_one_that_wants_a_key_says_so(tiny):
+    """`labkit serve` without --api-key prints OPENAI_API_KEY=none: check-endpoint passes that triple;
+    a local server that does need a key is caught at GET /models."""
+    from labkit.serve.app import create_app, run_in_thread
+
+    assert ep.check_key("none", local=True)[0].status == ep.OK and ep.check_key(None, local=True)[0].status == ep.OK
+    assert ep.check_key("none")[0].status == ep.WARN                       # a remote server: still a placeholder
+    for api_key, ok in ((None, True), ("secret", False)):
+        running = run_in_thread(create_app(tiny, "tiny", api_key=api_key))
+        try:
+            found = ep.diagnose(running.url + "/v1", "none", "tiny", timeout=30, retries=0, env={})
+            assert ep.passed(found) == ok, ep.table(found)
+            if not ok:
+                assert any(f.status == ep.FAIL and "401" in f.detail for f in found), ep.table(found)
+        finally:
+            running.stop()

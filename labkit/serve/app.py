@@ -88,6 +88,11 @@ def _handlers(app: FastAPI) -> None:
         return _error(ServeError(400, f"{param or 'request'}: {first.get('msg', 'invalid request')}", param=param,
                                  code="invalid_value"))
 
+    @app.exception_handler(Exception)
+    async def internal(request, e: Exception):          # a bug: still the error shape, never a bare 500 page
+        return _error(ServeError(500, f"internal error: {type(e).__name__}: {str(e)[:200]}", code="internal_error",
+                                 type="server_error"))
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request, e: StarletteHTTPException):
         if e.status_code == 404:
@@ -119,8 +124,8 @@ async def _body(request: Request, cfg: ServeConfig) -> dict:
             raise ServeError(413, f"request body: more than the limit of {cfg.max_body} bytes", code="body_too_large")
     try:
         return json.loads(bytes(raw))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ServeError(400, f"request body: not valid JSON ({e})", code="invalid_json") from None
+    except (ValueError, RecursionError) as e:          # bad UTF-8 or JSON, a huge integer, deep nesting
+        raise ServeError(400, f"request body: not valid JSON ({str(e)[:200]})", code="invalid_json") from None
 
 
 def _check_model(body, cfg: ServeConfig) -> None:
@@ -169,7 +174,7 @@ def _routes(app: FastAPI, lm, cfg: ServeConfig, scheduler: Scheduler) -> None:
         ticket = _submit(scheduler, job)
         if job.stream:
             return await _stream(lm, cfg, ticket)
-        result = await _wait(ticket, cfg)
+        result = await _wait(ticket, cfg, request)
         return _format(lm, cfg, job, result)
 
     @app.post("/v1/chat/completions")
@@ -198,13 +203,27 @@ def _timeout(cfg: ServeConfig) -> ServeError:
                       type="timeout_error")
 
 
-async def _wait(ticket: Ticket, cfg: ServeConfig) -> Result:
+DISCONNECT_POLL = 0.25          # seconds between checks that a waiting client is still connected
+
+
+async def _wait(ticket: Ticket, cfg: ServeConfig, request: Request) -> Result:
+    """The request's result; a client that disconnects (uvicorn does not cancel the handler) or a
+    deadline that passes marks the ticket cancelled, so the worker drops it or stops its run."""
     try:
-        return await asyncio.wait_for(asyncio.shield(ticket.future), max(0.0, ticket.deadline - time.monotonic()))
+        while True:
+            left = ticket.deadline - time.monotonic()
+            if left <= 0:
+                raise asyncio.TimeoutError
+            try:
+                return await asyncio.wait_for(asyncio.shield(ticket.future), min(left, DISCONNECT_POLL))
+            except asyncio.TimeoutError:
+                if await request.is_disconnected():
+                    ticket.cancelled = True
+                    raise ServeError(499, "the client closed the connection", code="client_closed") from None
     except asyncio.TimeoutError:
         ticket.cancelled = True
         raise _timeout(cfg) from None
-    except asyncio.CancelledError:                       # the client went away
+    except asyncio.CancelledError:                       # the server is shutting down
         ticket.cancelled = True
         raise
 
@@ -252,6 +271,9 @@ async def _stream(lm, cfg: ServeConfig, ticket: Ticket) -> StreamingResponse:
     except asyncio.TimeoutError:
         ticket.cancelled = True
         raise _timeout(cfg) from None
+    except asyncio.CancelledError:
+        ticket.cancelled = True
+        raise
     if kind == "error":
         raise payload
     return StreamingResponse(_events(lm, cfg, ticket), media_type="text/event-stream",
@@ -299,6 +321,8 @@ async def _events(lm, cfg: ServeConfig, ticket: Ticket):
             ids = payload if kind == "final" else list(payload.rows[0].ids)
             out, reason = answer(lm, ids, job.max_tokens)
             text = lm.decode(out)
+            if kind == "final":                 # a block may end inside a character: hold its bytes back
+                text = text.rstrip("\ufffd")
             if len(text) > len(sent) and text.startswith(sent):
                 yield _sse(chunks.make(text[len(sent):]))
                 sent = text

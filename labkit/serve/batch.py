@@ -71,14 +71,14 @@ class Summary:
 def read_records(path) -> tuple[list[Record], list[Failure]]:
     """The records of a JSONL file and the lines that are not records (with why)."""
     records, failures, first = [], [], {}
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:                 # bytes: a line that is not UTF-8 is one bad record
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except ValueError as e:
-                failures.append(Failure(None, n, f"not JSON: {e}"))
+                obj = json.loads(line.decode("utf-8"))
+            except ValueError as e:                 # UnicodeDecodeError is a ValueError
+                failures.append(Failure(None, n, f"not JSON (or not UTF-8): {str(e)[:200]}"))
                 continue
             rec = _record(obj, n)
             if isinstance(rec, Failure):
@@ -145,8 +145,12 @@ class Sink:
         except OSError:
             self.out.close()
             raise ValueError(f"{out_path} is being written by another labkit batch run") from None
-        self.done = recover(self.out)
-        self.errors = open(errors_path, "w", encoding="utf-8")
+        try:
+            self.done = recover(self.out)
+            self.errors = open(errors_path, "w", encoding="utf-8")
+        except BaseException:
+            self.out.close()                        # releases the lock too
+            raise
 
     def write(self, results: list[dict], failures: list[Failure]) -> None:
         fresh = [r for r in results if (r["id"], type(r["id"])) not in self.done]

@@ -21,6 +21,7 @@ library only (urllib), so the proxy variables act on it as they act on other cli
 from __future__ import annotations
 
 import difflib
+import http.client
 import json
 import os
 import re
@@ -104,8 +105,8 @@ class Client:
             return None, f"cannot connect: {reason}", {}
         except (socket.timeout, TimeoutError):
             return None, f"no answer within {self.timeout:g} s", {}
-        except (ConnectionError, OSError) as e:        # reset, remote disconnected, ...
-            return None, f"connection failed: {e}", {}
+        except (ConnectionError, OSError, http.client.HTTPException) as e:   # reset, cut mid-body, ...
+            return None, f"connection failed: {type(e).__name__}: {e}", {}
 
     def request(self, method: str, path: str, body: dict | None = None, *, retries: int | None = None) -> Reply:
         """The first non-retryable answer (any status), or the last one once the retries are spent.
@@ -193,7 +194,11 @@ def check_base_url(url: str | None) -> tuple[list[Finding], str | None]:
     return found, fixed
 
 
-def check_key(key: str | None) -> list[Finding]:
+def check_key(key: str | None, local: bool = False) -> list[Finding]:
+    """The key's own problems. For a server on this machine (`local`) no key, or the "none" that
+    `labkit serve` prints when it needs none, is fine: GET /models says if the server wants one."""
+    if local and (key is None or key.strip().lower() in ("", "none")):
+        return [Finding("API key", OK, "none (a local server; /models tells if it needs one)")]
     if key is None or key == "":
         return [Finding("API key", WARN, "no key given (fine for a local server without one)",
                         "pass --api-key or set OPENAI_API_KEY if the server needs one")]
@@ -361,7 +366,7 @@ def diagnose(base_url: str | None, api_key: str | None, model: str | None, *, ti
              retries: int = 2, backoff: float = 1.0, env=None) -> list[Finding]:
     """Every check, in order; the network ones only when the URL is usable."""
     found, url = check_base_url(base_url)
-    found += check_key(api_key)
+    found += check_key(api_key, local=url is not None and urllib.parse.urlsplit(url).hostname in LOCAL_HOSTS)
     if url is None:
         return found
     found += check_proxies(url, env)

@@ -1,7 +1,8 @@
 """One worker thread owns the model. Requests wait in a bounded queue; the worker takes the oldest
 and every waiting request with the same Knobs (up to max_batch rows) and decodes their prompts
 together as ONE batch of the loop: rows finish independently and, at temperature 0, a row's
-answer does not depend on the batch. Streams and keyword runs run alone.
+answer does not depend on the batch (up to floating-point rounding of a different batch shape).
+Streams, keyword runs and seeded sampling requests run alone.
 
 A request that waits longer than `timeout` seconds (queue + run) is answered 504 by the app and
 marked cancelled; the worker skips it if it is still queued, and stops a run at its next step
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import secrets
 import sys
 import threading
 import time
@@ -27,6 +29,10 @@ class QueueFull(Exception):
 
 class Cancelled(Exception):
     """Raised from on_step: every request in the batch has been given up on."""
+
+
+class RunRefused(ValueError):
+    """generate() refused the run before its first step (a knob only the run can check)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,8 @@ class Scheduler:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        with self._cond:
+            self._stop = False                      # an app may be started again after a stop
         self._thread = threading.Thread(target=self._work, name="labkit-serve-worker", daemon=True)
         self._thread.start()
 
@@ -186,8 +194,6 @@ class Scheduler:
         c.multi_request_batches += len(batch) > 1
         c.largest_batch = max(c.largest_batch, len(batch))
         c.sizes[len(batch)] += 1
-        for t in batch:
-            t.post("start")
         try:
             result = self._decode(batch)
         except Cancelled:
@@ -197,7 +203,7 @@ class Scheduler:
             for t in batch:
                 t.post("error", err)
             return
-        except ValueError as e:                       # a knob only the run could check (keyword too long)
+        except RunRefused as e:                       # a knob only the run could check (keywords that do not fit)
             for t in batch:
                 t.post("error", ServeError(400, str(e), code="invalid_value"))
             return
@@ -219,9 +225,15 @@ class Scheduler:
         prompts = [p for t in batch for p in t.job.prompts]
         watch = _Watch(batch)
         t0 = time.perf_counter()
-        out = generate(self.lm, prompts, k.rule(), gen_length=k.gen_length, block_length=k.block_length,
-                       steps=k.steps, seed=k.seed, eos_early_stop=True, controls=k.controls(),
-                       on_start=watch.start, on_step=watch.step)
+        seed = secrets.randbits(63) if k.seed is None else k.seed      # no seed: a fresh sample
+        try:
+            out = generate(self.lm, prompts, k.rule(), gen_length=k.gen_length, block_length=k.block_length,
+                           steps=k.steps, seed=seed, eos_early_stop=True, controls=k.controls(),
+                           on_start=watch.start, on_step=watch.step)
+        except ValueError as e:
+            if watch.started:                         # raised while decoding: a bug, not the request
+                raise RuntimeError(str(e)) from e
+            raise RunRefused(str(e)) from None        # refused by generate()'s checks before the first step
         P = out.trace.prompt_len
         row_nfe = out.trace.row_nfe().tolist()
         rows = tuple(Row(ids=tuple(out.ids[r, P:].tolist()), nfe=int(row_nfe[r])) for r in range(len(prompts)))
@@ -234,11 +246,15 @@ class _Watch:
     a streaming request each block as it becomes final (and, if asked, each step's draft)."""
 
     def __init__(self, batch: list[Ticket]):
-        self.batch, self.P, self.block, self.prev = batch, 0, 0, None
+        self.batch, self.P, self.block, self.prev, self.started = batch, 0, 0, None, False
         self.stream = batch[0] if len(batch) == 1 and batch[0].job.stream else None
 
     def start(self, trace) -> None:
-        self.P = trace.prompt_len
+        """Every knob has passed generate()'s checks: the requests learn their run has started (a
+        stream's 200 goes out only now, so a refusal is still a plain 400)."""
+        self.P, self.started = trace.prompt_len, True
+        for t in self.batch:
+            t.post("start")
 
     def step(self, rec) -> None:
         if all(t.dead for t in self.batch):

@@ -9,7 +9,8 @@ server does with the standard fields:
   canvas's first max_tokens tokens, cut at the first end-of-text / end-of-turn token.
   `completion_tokens` counts the tokens returned; `finish_reason` is "stop" when the answer ended
   at such a token within them, else "length".
-- `temperature`, `top_p`, `seed`: the registry's sampling knobs (temperature 0 is greedy).
+- `temperature`, `top_p`, `seed`: the registry's sampling knobs (temperature 0 is greedy). Without a
+  seed a sampling request draws a fresh one; with a seed it runs alone, so the seed reproduces it.
 - `n`: only 1. `stop`, `logprobs`, penalties other than 0, tools: refused with 400.
 - Diffusion knobs as extra fields: sampler, preset ("speed"/"quality"), steps, block_length,
   threshold, editing_threshold, keywords (words that must appear), drafts (streaming only: send
@@ -17,6 +18,7 @@ server does with the standard fields:
 """
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from dataclasses import dataclass
 
@@ -66,8 +68,12 @@ class Knobs:
     top_p: float | None
     threshold: float | None
     editing_threshold: float | None
-    seed: int
+    seed: int | None                 # None: a fresh random seed for the run (sampling without a seed)
     keywords: tuple[str, ...] = ()
+
+    @property
+    def stochastic(self) -> bool:    # the run draws from its generator (sampling, random remasking)
+        return self.temperature > 0 or self.sampler == "random"
 
     def rule(self):
         return registry.rule(self.sampler, **registry.sampling(self.temperature, self.top_p),
@@ -91,8 +97,11 @@ class Job:
     include_usage: bool = False
 
     @property
-    def batchable(self) -> bool:     # streams and keyword runs run alone
-        return not self.stream and not self.knobs.keywords
+    def batchable(self) -> bool:
+        """Streams and keyword runs run alone, and so does a seeded sampling request: the rows of a
+        batch share one generator, so its answer would depend on its batch-mates."""
+        k = self.knobs
+        return not self.stream and not k.keywords and not (k.stochastic and k.seed is not None)
 
 
 def _get_int(body: dict, name: str, default, low: int, high: int):
@@ -174,9 +183,13 @@ def _keywords(body: dict) -> tuple[str, ...]:
 def knobs(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[Knobs, int]:
     """The loop's knobs from a body and the answer limit: (Knobs, gen_length)."""
     name = _sampler(lm, body)
-    block = _get_int(body, "block_length", min(defaults.BLOCK_LENGTH, max_tokens), 1, MAX_TOKENS)
-    gen_length = -(-max_tokens // block) * block
     limit = lm.max_length
+    block = _get_int(body, "block_length", None, 1, MAX_TOKENS)
+    if block is None:
+        block = min(defaults.BLOCK_LENGTH, max_tokens)
+        if limit is not None and longest_prompt + -(-max_tokens // block) * block > limit:
+            block = max_tokens                # rounding up would not fit: the answer is one block
+    gen_length = -(-max_tokens // block) * block
     if limit is not None and longest_prompt + gen_length > limit:
         room = (limit - longest_prompt) // block * block
         raise bad("max_tokens", f"max_tokens: the prompt ({longest_prompt} tokens) + the canvas ({gen_length} tokens: "
@@ -188,8 +201,10 @@ def knobs(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[Knobs, 
               top_p=registry.sampling(temperature, _get_float(body, "top_p", None, 0.0, 1.0, low_open=True))["top_p"],
               threshold=_get_float(body, "threshold", None, 0.0, 1.0),
               editing_threshold=_get_float(body, "editing_threshold", None, 0.0, 1.0),
-              seed=_get_int(body, "seed", 0, -2**63, 2**64 - 1), keywords=_keywords(body))
+              seed=_get_int(body, "seed", None, -2**63, 2**64 - 1), keywords=_keywords(body))
     check_seed(k.seed)
+    if not k.stochastic:                      # greedy: the seed changes nothing, so requests batch whatever it is
+        k = dataclasses.replace(k, seed=0)
     try:
         rule = k.rule()
         check_knobs(rule, gen_length=gen_length, block_length=block, steps=k.steps)
