@@ -88,3 +88,27 @@ def test_the_serving_section_names_the_real_defaults():
     assert schemas.MAX_BODY == 1 << 20 and "1 MiB" in section
     check = parser.parse_args(["check-endpoint"])
     assert check.timeout == 120 and check.retries == 2 and "120 s" in section and "2 retries" in section
+
+
+def test_the_likelihood_table_is_the_committed_measurement():
+    import json
+
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    section = README.split("## A diffusion LM from scratch", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and "±" in ln]
+    runs = {256: json.loads((results / "likelihood.json").read_text()),
+            64: json.loads((results / "likelihood_scratch.json").read_text())}
+    seen = 0
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        r = runs[int(re.search(r"(\d+)-token windows", cells[0]).group(1))]
+        if "exact" in cells[0]:
+            assert cells[1] == f"{r['ar']['bits_per_token']:.2f} ± {r['ar']['se']:.2f}"
+            seen += 1
+            continue
+        name = "runs/scratch-masked" if "from scratch" in cells[0] else re.search(r"`([\w-]+)`", cells[0]).group(1)
+        measured = r["models"][name]
+        assert [f"{x['bits_per_token']:.2f} ± {x['se']:.2f}" for x in measured] == cells[1:5], row
+        assert cells[5] == f"+{measured[-1]['gap_to_ar']:.2f} ± {measured[-1]['gap_se']:.2f}", row
+        seen += 1
+    assert seen == len(rows) == 6
