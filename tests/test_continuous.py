@@ -231,3 +231,37 @@ def test_the_lab_views_render_a_continuous_trace(net, tok, tmp_path):
     assert torch.equal(distances(again), distances(out.trace))
     with pytest.raises(ValueError, match="value must be one of"):
         lk.viz.continuous_heatmap(out.trace, vocab, "colour")
+
+
+def test_fixed_positions_follow_their_forward_noised_path(net, tok):
+    """The DDIM update itself: with the model's x0 replaced by the true embedding at the prompt,
+    the prompt's x_t must stay on √ᾱ_t·e + √(1−ᾱ_t)·ε with one ε for the whole run (a wrong
+    update, e.g. ᾱ for the wrong time, leaves that path). The free positions get the model's x0."""
+    seen = []
+
+    class Spy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner, self.config = net, net.config
+
+        def embedding_matrix(self):
+            return net.embedding_matrix()
+
+        def logits(self, x):
+            return net.logits(x)
+
+        def forward(self, x, t):
+            seen.append((x.clone(), float(t[0])))
+            return net(x, t)
+
+    sch = schedule("cosine")
+    out = generate_continuous(Spy(), tok, schedule=sch, prompt="ROMEO:\n", length=8, steps=6)
+    P = out.trace.prompt_len
+    e = net.embedding_matrix()[out.ids[0, :P]]                            # (P, D)
+    (x1, t1) = seen[0]
+    a1 = float(sch(torch.tensor(t1)))
+    eps = (x1[0, :P] - a1 ** 0.5 * e) / (1 - a1) ** 0.5                   # the run's one ε
+    for x, t in seen[1:]:
+        a = float(sch(torch.tensor(t)))
+        assert torch.allclose(x[0, :P], a ** 0.5 * e + (1 - a) ** 0.5 * eps, atol=1e-4), t
+    assert len(seen) == 6 and [round(t, 4) for _, t in seen] == [round(1 - i / 6, 4) for i in range(6)]
