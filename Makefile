@@ -35,7 +35,7 @@ lab: install
 
 test: install
 	$(BIN)/python -m ruff check labkit tests benchmarks
-	$(BIN)/python -m pytest -q -p tests.nbval_plugin tests notebooks --nbval --nbval-current-env \
+	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q -p tests.nbval_plugin tests notebooks --nbval --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg
 
 # Re-execute the notebooks in place (the stored outputs nbval compares against).

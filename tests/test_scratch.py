@@ -77,3 +77,19 @@ def test_bad_settings_are_refused_by_name(field, value, match):
 def test_a_corpus_shorter_than_one_sequence_is_refused():
     with pytest.raises(ValueError, match=r"texts: the corpus has \d+ tokens, fewer than one training sequence"):
         train_scratch(ScratchConfig(**SMALL), texts=["ROMEO:\nHi."])
+
+
+def test_live_loss_records_every_step_and_draws_one_panel_per_run(runs):
+    live = lk.viz.LiveLoss(("masked", "continuous"), every=1e9)
+    for name in ("masked", "continuous"):
+        cb = live.on_step(name)
+        for step, loss in runs[name][0].history:
+            cb(step, loss)
+    assert live.history["masked"] == runs["masked"][0].history and len(live.history["continuous"]) == 30
+    fig = live.figure()
+    assert len(fig.axes) == 2 and fig.axes[0].get_title() == "masked (30 steps)"
+    assert fig._repr_png_()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="unknown run 'ar'"):
+        live.on_step("ar")
+    with pytest.raises(ValueError, match="histories is empty"):
+        lk.viz.loss_figure({})
