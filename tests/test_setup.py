@@ -15,7 +15,7 @@ def norm(spec: str) -> str:
 def test_environment_yml_matches_pyproject():
     py = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = {norm(d) for d in py["dependencies"] if not d.startswith("torch")}
-    for extra in ("lab", "dev"):
+    for extra in ("lab", "dev", "serve"):
         wanted |= {norm(d) for d in py["optional-dependencies"][extra]}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     assert env["channels"] == ["conda-forge"]
