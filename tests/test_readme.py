@@ -112,3 +112,21 @@ def test_the_likelihood_table_is_the_committed_measurement():
         assert cells[5] == f"+{measured[-1]['gap_to_ar']:.2f} ± {measured[-1]['gap_se']:.2f}", row
         seen += 1
     assert seen == len(rows) == 6
+
+
+def test_the_serving_table_is_the_committed_measurement():
+    import json
+
+    r = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "serve.json").read_text())
+    section = README.split("## Serving and batch jobs", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if re.match(r"\| \d+ \|", ln)]
+    assert len(rows) == len(r["levels"]) == 4
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        clients = int(cells[0])
+        for mode, (rps, tps, lat) in (("batched", cells[1:4]), ("one_at_a_time", cells[4:7])):
+            m = next(x for x in r["modes"][mode]["rows"] if x["clients"] == clients)
+            assert (rps, tps, lat) == (f"{m['requests_per_s']:.2f}", f"{m['tokens_per_s']:.0f}",
+                                       f"{m['p50_s']:.2f} / {m['p95_s']:.2f} s"), row
+    assert f"{r['served_over_loop_at_max_batch']:.2f}× what the decoding loop" in section
+    assert f"({r['loop']['tokens_per_s']:.0f} tokens/s)" in section and r["served_over_loop_at_max_batch"] >= 0.85
