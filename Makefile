@@ -90,7 +90,7 @@ browser-check: install
 	    $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium >/dev/null; }
 	$(BIN)/python -m pip install --quiet -e ".[browser]"
-	$(BIN)/python tests/browser_check.py --chromium $(CHROMIUM) $(if $(DOCS),--docs)
+	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python tests/browser_check.py --chromium $(CHROMIUM) $(if $(DOCS),--docs)
 
 clean-venv:
 	rm -rf $(VENV)
