@@ -109,7 +109,9 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
     outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
     errors = [f"{o.get('ename')}: {o.get('evalue')}" for o in outputs if o["output_type"] == "error"]
     n_plotly = sum(PLOTLY_MIME in o.get("data", {}) for o in outputs)
-    n_panels = sum(WIDGET_MIME in o.get("data", {}) for o in outputs)
+    # the lab's panels (lk.widgets.Lab / Compare); other widget outputs (tqdm's progress bars) have no slider
+    n_panels = sum(WIDGET_MIME in o.get("data", {}) for c in nb["cells"] if c["cell_type"] == "code"
+                   and "widgets." in "".join(c["source"]) for o in c.get("outputs", []))
     problems = [f"error output: {e}" for e in errors]
     nb_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.node.id")
     panel = page.locator(f"[id='{nb_id}']")                # count only inside this notebook
