@@ -54,7 +54,8 @@ def load_model(a):
 
     from ..models.load import load
     dtype = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[a.dtype]
-    return load(a.model, device=a.device, dtype=dtype, trust_remote_code=a.trust_remote_code)
+    return load(a.model, device=a.device, dtype=dtype, trust_remote_code=a.trust_remote_code,
+                device_map=getattr(a, "device_map", None))
 
 
 class Given(argparse.Action):
@@ -69,5 +70,7 @@ def model_args(p: argparse.ArgumentParser, default: str | None = "tiny", help_de
     p.add_argument("--model", default=default, help=f"'tiny', 'tiny-cap', 'tiny-ar', a model folder, or a "
                    f"hub id (default: {help_default})")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default: cpu)")
+    p.add_argument("--device-map", choices=["auto"], help="auto: spread a published checkpoint over every "
+                   "visible GPU (accelerate), instead of --device")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     p.add_argument("--trust-remote-code", action="store_true", help="needed by LLaDA / Dream hub models")

@@ -24,15 +24,21 @@ def weights_dir() -> Path:
 
 
 def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
-         dtype: torch.dtype | None = None, trust_remote_code: bool = False) -> Denoiser:
+         dtype: torch.dtype | None = None, trust_remote_code: bool = False, device_map=None) -> Denoiser:
     """`load("tiny")` gives the embedded model; a folder with config.json loads that folder; any
     other string goes to `transformers` (a hub id needs its weights in the local cache). A
     published checkpoint loads in its own dtype, and in bfloat16 on a GPU unless `dtype` says
     otherwise; labkit's native families put its weights straight on `device` (transformers'
-    own classes load on the CPU first)."""
+    own classes load on the CPU first).
+
+    device_map="auto" spreads a published checkpoint's layers over every visible GPU (accelerate
+    decides where by their memory), or a dict {module name: device} places them by hand ('' for
+    the rest); each weight goes straight to its device, and the logits come back to the first."""
     if not isinstance(name_or_path, (str, Path)) or not str(name_or_path).strip():
         raise ValueError(f"model must be 'tiny' or a model folder, got {name_or_path!r}")
-    device = check_device(device)
+    if device_map is not None and str(device) != "cpu":
+        raise ValueError(f"pass device ({device!r}) or device_map ({device_map!r}), not both")
+    device = check_device(device) if device_map is None else check_device_map(device_map)
     threads.apply()                              # labkit's CPU thread policy (labkit.threads)
     name = str(name_or_path)
     if name in EMBEDDED:
@@ -50,10 +56,29 @@ def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
         raise FileNotFoundError(f"model folder {path} has no config.json")
     cfg, source = _config(name, path)
     if cfg.get("model_type") == "labkit-tiny-dlm":
+        if device_map is not None:
+            raise ValueError(f"device_map: the embedded model {name!r} is small; place it with device=")
         return _to(_load_tiny(path, name), device, dtype)
-    if dtype is None and device.type == "cuda":
+    on_gpu = device_map == "auto" or isinstance(device, torch.device) and device.type == "cuda"
+    if dtype is None and on_gpu:
         dtype = torch.bfloat16                   # the published models' own precision
     return _load_transformers(name, path, source, cfg, trust_remote_code, dtype, device)
+
+
+def check_device_map(device_map):
+    """"auto" (needs CUDA and accelerate) or a dict {module name prefix: device}, each device checked."""
+    if device_map == "auto":
+        if not torch.cuda.is_available():
+            check_device("cuda")                 # the one-line reason there is no GPU
+    elif isinstance(device_map, dict) and device_map:
+        device_map = {str(k): check_device(f"cuda:{v}" if isinstance(v, int) else v) for k, v in device_map.items()}
+    else:
+        raise ValueError(f"device_map must be 'auto' or a dict {{module name: device}}, got {device_map!r}")
+    try:
+        import accelerate  # noqa: F401
+    except ImportError:
+        raise ValueError('device_map needs the accelerate package: pip install "labkit[gpu]" (or accelerate)') from None
+    return device_map
 
 
 def check_device(device) -> torch.device:

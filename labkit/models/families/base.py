@@ -78,3 +78,49 @@ class Family:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+# ---------------------------------------------------------------------------- several GPUs
+# A native family's build() takes `device` as one torch.device or as a device map (accelerate's
+# shape: module-name prefix → device; "auto" is filled in from the meta-device network). Each weight
+# is read from its shard straight onto its own device, and accelerate's dispatch_model then adds the
+# hooks that carry activations across devices; the network's output comes back to the input's device.
+
+def plan(net: torch.nn.Module, device, dtype: torch.dtype | None, no_split: tuple[str, ...]):
+    """(where, device_map): where(name) → the device of weight `name`; device_map is None for one
+    device, else the map to dispatch with (see `dispatch`). `net` is the meta-device network."""
+    if not isinstance(device, (str, dict)):
+        return (lambda name: device), None
+    if device == "auto":
+        from accelerate import infer_auto_device_map
+
+        device = infer_auto_device_map(net, no_split_module_classes=list(no_split), dtype=dtype or torch.bfloat16)
+    device_map = {k: torch.device(f"cuda:{v}" if isinstance(v, int) else v) for k, v in device.items()}
+    names = [n for n, _ in net.named_parameters()] + [n for n, _ in net.named_buffers()]
+    unplaced = [n for n in names if _prefix(device_map, n) is None]
+    if unplaced:
+        raise FamilyError(f"device_map places no device for {len(unplaced)} weights ({', '.join(unplaced[:3])}); "
+                          f"map every module, or use the key '' for the rest")
+    return (lambda name: device_map[_prefix(device_map, name)]), device_map
+
+
+def _prefix(device_map: dict, name: str) -> str | None:
+    """The longest key of device_map that is `name` or a module path above it ('' is above all)."""
+    keys = [k for k in device_map if k == "" or name == k or name.startswith(k + ".")]
+    return max(keys, key=len) if keys else None
+
+
+def transformers_placement(device) -> dict:
+    """from_pretrained's arguments for `device`: a device map goes to transformers (accelerate)."""
+    if isinstance(device, str):
+        return {"device_map": device}
+    return {"device_map": {k: str(v) for k, v in device.items()}} if isinstance(device, dict) else {}
+
+
+def dispatch(net: torch.nn.Module, device_map: dict | None) -> torch.nn.Module:
+    """Hooks that move each module's inputs to its device (accelerate; one device: nothing to add)."""
+    if device_map is None:
+        return net
+    from accelerate import dispatch_model
+
+    return dispatch_model(net, device_map={k: str(v) for k, v in device_map.items()})

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .base import Family, FamilyError
+from .base import Family, FamilyError, transformers_placement
 
 
 class DiffusionGemma(Family):
@@ -63,12 +63,13 @@ class DiffusionGemma(Family):
         if cls is None or not hasattr(cls, "generate"):
             raise FamilyError(f"this transformers ({transformers.__version__}) has no DiffusionGemma model with a "
                               f"language-model head; DiffusionGemma needs transformers >= 5.12")
-        net, info = cls.from_pretrained(path, dtype=dtype, output_loading_info=True)
+        placed = transformers_placement(device)
+        net, info = cls.from_pretrained(path, dtype=dtype, output_loading_info=True, **placed)
         missing = sorted(info.get("missing_keys") or ())
         if missing:
             raise FamilyError(f"DiffusionGemma checkpoint {str(path)!r} lacks {len(missing)} weights of {cls_name} "
                               f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
-        return net.to(device).eval()
+        return (net if placed else net.to(device)).eval()
 
     def mask_id(self, config: dict, tokenizer) -> int | None:
         return None                  # uniform noise: the canvas never holds a mask (Gemma's <mask> is not one)

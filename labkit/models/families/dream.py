@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import Family, FamilyError
+from .base import Family, FamilyError, dispatch, plan
 
 
 class RMSNorm(nn.Module):
@@ -173,6 +173,7 @@ class Dream(Family):
                               f"{unsupported or {'hidden_act': config.get('hidden_act')}}")
         with torch.device("meta"):
             net = DreamNet(config)
+        where, device_map = plan(net, device, dtype, ("Layer",))
         tied = bool(config.get("tie_word_embeddings", False))
         expected = {k: tuple(v.shape) for k, v in net.state_dict().items()}
         files, shapes = _weight_files(path), {}
@@ -185,13 +186,13 @@ class Dream(Family):
             with safe_open(str(file), framework="pt") as f:
                 for k in f.keys():
                     t = f.get_tensor(k)
-                    state[k] = t.to(device=device, dtype=dtype or t.dtype)
+                    state[k] = t.to(device=where(k), dtype=dtype or t.dtype)
         if tied:
             state["lm_head.weight"] = state["model.embed_tokens.weight"]
         net.load_state_dict(state, assign=True)
         if tied:
             net.lm_head.weight = net.model.embed_tokens.weight
-        return net.eval()
+        return dispatch(net, device_map).eval()
 
     def tokenizer(self, source, trust_remote_code: bool = False):
         """The published tokenizer (tokenizer_class "DreamTokenizer", remote code) is Qwen2's byte-level BPE:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .base import Family, FamilyError
+from .base import Family, FamilyError, transformers_placement
 
 
 def _mapping(kind: str) -> dict:
@@ -24,14 +24,15 @@ class _Transformers(Family):
         from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
         auto = AutoModelForMaskedLM if self.kind == "masked" else AutoModelForCausalLM
+        placed = transformers_placement(device)
         net, info = auto.from_pretrained(path, dtype=dtype, trust_remote_code=trust_remote_code,
-                                         output_loading_info=True)
+                                         output_loading_info=True, **placed)
         if info.get("missing_keys"):
             missing = sorted(info["missing_keys"])
             raise FamilyError(f"checkpoint {str(path)!r} lacks {len(missing)} weights of {type(net).__name__} "
                               f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): a headless or "
                               f"classification checkpoint has no trained language-model head")
-        return net.to(device).eval()
+        return (net if placed else net.to(device)).eval()
 
     def forward(self, net, x, attention_mask):
         extra = self.positions(x, attention_mask) if _takes_positions(type(net)) else {}

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import register
-from .base import Family, FamilyError
+from .base import Family, FamilyError, dispatch, plan
 
 # What this module implements; a config with any other value is refused rather than misread.
 FIXED = {"block_type": "llama", "layer_norm_type": "rms", "activation_type": "silu", "rope": True,
@@ -200,20 +200,23 @@ class LLaDA(Family):
                 and not any(k in config for k in MOE_KEYS))
 
     def build(self, path, config, *, dtype, device, trust_remote_code) -> LLaDANet:
-        """Weights go shard by shard onto `device` (cast to `dtype` unless None) and are assigned
-        into a meta-device network: no random init, no second copy of the model."""
-        from safetensors.torch import load_file
+        """Weights go one by one onto `device` (or a device map's devices; cast to `dtype` unless None)
+        and are assigned into a meta-device network: no random init, no second copy of the model."""
+        from safetensors import safe_open
 
         with torch.device("meta"):
             net = LLaDANet(Shape.of(config), config)
+        where, device_map = plan(net, device, dtype, ("Block",))
         files = weight_files(path)
         check_names(set(net.state_dict()), {n for names in files.values() for n in names}, path)
         state = {}
-        for file in files:
-            for k, v in load_file(file, device=str(torch.device(device))).items():
-                state[k] = v if dtype is None else v.to(dtype)
+        for file, names in files.items():
+            with safe_open(str(file), framework="pt", device="cpu") as f:
+                for k in names:                       # one tensor at a time, onto its device
+                    t = f.get_tensor(k)
+                    state[k] = t.to(device=where(k), dtype=dtype or t.dtype)
         net.load_state_dict(state, strict=True, assign=True)
-        return net.eval()
+        return dispatch(net, device_map).eval()
 
     def forward(self, net, x, attention_mask):
         pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")

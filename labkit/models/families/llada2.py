@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import Family, FamilyError, config_fields
+from .base import Family, FamilyError, config_fields, dispatch, plan
 
 DEFAULT_BLOCK_SIZE = 32          # LLaDA2.0/2.1 generate(block_length=32): the published checkpoints name none
 MASK_TOKEN = "<|mask|>"          # id 156895 in the published tokenizer; config.json has no mask_token_id
@@ -307,7 +307,7 @@ def _names_error(path: Path, missing: set[str], unexpected: set[str]) -> FamilyE
 
 
 def _read_weights(path: Path, expected: dict[str, tuple[torch.Size, torch.dtype]], *, dtype, device) -> dict:
-    """Every tensor of the checkpoint, cast to `dtype` (expert_bias kept in float32) on `device`,
+    """Every tensor of the checkpoint, cast to `dtype` (expert_bias kept in float32) on `device(name)`,
     one tensor at a time; names and shapes checked against `expected` (name → (shape, dtype))."""
     from safetensors import safe_open
 
@@ -324,7 +324,7 @@ def _read_weights(path: Path, expected: dict[str, tuple[torch.Size, torch.dtype]
                     raise FamilyError(f"llada2_moe checkpoint {str(path)!r}: {name} has shape {tuple(t.shape)}, "
                                       f"config.json implies {tuple(shape)}")
                 keep = torch.float32 if name.endswith("expert_bias") else dtype
-                state[name] = t.to(device=device, dtype=keep if t.is_floating_point() else t.dtype)
+                state[name] = t.to(device=device(name), dtype=keep if t.is_floating_point() else t.dtype)
     missing = set(expected) - set(state)
     if missing or unexpected:
         raise _names_error(path, missing, unexpected)
@@ -367,14 +367,15 @@ class LLaDA2(Family):
         cfg = LLaDA2Config.from_dict(config)
         with torch.device("meta"):
             net = LLaDA2Net(cfg)
+        where, device_map = plan(net, device, _dtype(config, dtype), ("DecoderLayer",))
         expected = {k: (v.shape, v.dtype) for k, v in net.state_dict().items()}
         if cfg.tie_word_embeddings:
             expected.pop("lm_head.weight", None)
-        state = _read_weights(path, expected, dtype=_dtype(config, dtype), device=torch.device(device))
+        state = _read_weights(path, expected, dtype=_dtype(config, dtype), device=where)
         net.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
         if cfg.tie_word_embeddings:
             net.lm_head.weight = net.model.word_embeddings.weight
-        return net.eval()
+        return dispatch(net, device_map).eval()
 
     def mask_id(self, config: dict, tokenizer) -> int | None:
         """config `mask_token_id`, else the tokenizer's mask token, else its "<|mask|>" (the published

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from . import register
-from .base import Family, FamilyError, config_fields
+from .base import Family, FamilyError, config_fields, dispatch, plan
 from .llada import weight_files
 from .llada2 import MLP, RMSNorm, apply_rotary, rotary
 
@@ -269,8 +269,8 @@ def _names_error(path, missing: set[str], unexpected: set[str]) -> FamilyError:
 
 
 def read_weights(path, expected: dict[str, torch.Size], *, dtype, device) -> dict[str, Tensor]:
-    """The checkpoint's tensors, shard by shard and one tensor at a time onto `device` (cast to
-    `dtype` unless None); names checked against `expected` (name → shape) before anything is read."""
+    """The checkpoint's tensors, shard by shard and one tensor at a time onto `device(name)` (cast
+    to `dtype` unless None); names checked against `expected` (name → shape) before anything is read."""
     from safetensors import safe_open
 
     files = weight_files(path)
@@ -286,7 +286,7 @@ def read_weights(path, expected: dict[str, torch.Size], *, dtype, device) -> dic
                     raise FamilyError(f"LLaDA-MoE checkpoint {str(path)!r}: {name} has shape {tuple(t.shape)}, "
                                       f"config.json implies {tuple(expected[name])}")
                 cast = dtype if dtype is not None and t.is_floating_point() else t.dtype
-                state[name] = t.to(device=device, dtype=cast)
+                state[name] = t.to(device=device(name), dtype=cast)
     return state
 
 
@@ -321,17 +321,18 @@ class LLaDAMoE(Family):
         cfg = LLaDAMoEConfig.from_dict(config)
         with torch.device("meta"):
             net = LLaDAMoENet(cfg, self.rotary_factor)
+        where, device_map = plan(net, device, dtype, ("DecoderLayer",))
         expected = {k: v.shape for k, v in net.state_dict().items()}
         if cfg.tie_word_embeddings:
             expected.pop("lm_head.weight", None)
-        state = read_weights(path, expected, dtype=dtype, device=torch.device(device))
+        state = read_weights(path, expected, dtype=dtype, device=where)
         net.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
         if cfg.tie_word_embeddings:
             net.lm_head.weight = net.model.embed_tokens.weight
         for m in net.modules():
             if isinstance(m, MoE):
                 m.renormalize = self.renormalize
-        return net.eval()
+        return dispatch(net, device_map).eval()
 
     def forward(self, net, x, attention_mask):
         pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
