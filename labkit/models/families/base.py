@@ -95,6 +95,9 @@ def plan(net: torch.nn.Module, device, dtype: torch.dtype | None, no_split: tupl
         from accelerate import infer_auto_device_map
 
         device = infer_auto_device_map(net, no_split_module_classes=list(no_split), dtype=dtype or torch.bfloat16)
+        if "disk" in device.values():
+            raise FamilyError("device_map='auto': the model does not fit in the GPUs and CPU memory together "
+                              "(accelerate would offload it to disk, which labkit does not do)")
     device_map = {k: torch.device(f"cuda:{v}" if isinstance(v, int) else v) for k, v in device.items()}
     names = [n for n, _ in net.named_parameters()] + [n for n, _ in net.named_buffers()]
     unplaced = [n for n in names if _prefix(device_map, n) is None]
