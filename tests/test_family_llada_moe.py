@@ -2,11 +2,13 @@
 (config keys, `model.layers.{i}.self_attn.*` with per-head q/k norms, `mlp.gate`, `mlp.experts.{j}.*`),
 loaded through labkit.models.families.llada_moe: family checks, a naive float64 reference written
 here (softmax top-k routing without renormalisation), the config-driven variants, detect() against
-dense LLaDA-8B, and the loader's errors."""
+dense LLaDA-8B, the loader's errors, and golden logits of the published modeling_lladamoe.py
+(tests/fixtures/llada_moe, made by hand with benchmarks/make_family_fixtures_llada_moe.py)."""
 from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from labkit.models.families.llada import LLaDA
 from labkit.models.families.llada_moe import PUBLISHED, LLaDAMoE, LLaDAMoEConfig, LLaDAMoENet, parameter_count
 from labkit.models.load import load
 
+FIXTURE = Path(__file__).parent / "fixtures" / "llada_moe"
 V, D, H, HD, LAYERS, E, K, IE = 96, 32, 4, 8, 2, 4, 2, 16
 SPECIALS = {"<|startoftext|>": 88, "<|endoftext|>": 89, "<|mask|>": 92, "<role>": 93, "</role>": 94, "<|role_end|>": 95}
 CHAT_TEMPLATE = ("{% for m in messages %}<role>{{ m['role'] | upper }}</role>{{ m['content'] }}<|role_end|>{% endfor %}"
@@ -59,7 +62,7 @@ def tiny_weights(cfg: dict, seed: int = 0) -> dict:
               p + "self_attn.q_norm.weight": norm(HD), p + "self_attn.k_norm.weight": norm(HD)}
         moe = cfg["moe_layer_freq"][i]
         mlps = {f"mlp.experts.{j}.": IE for j in range(E)} if moe else {"mlp.": cfg["dense_intermediate_size"]}
-        if cfg["shared_expert_intermediate_size"]:
+        if moe and cfg["shared_expert_intermediate_size"]:                  # MoE layers only, as upstream
             mlps["shared_expert."] = cfg["shared_expert_intermediate_size"]
         for m, inner in mlps.items():
             w |= {p + m + "gate_proj.weight": rnd(inner, D), p + m + "up_proj.weight": rnd(inner, D),
@@ -139,7 +142,7 @@ def naive_logits(w: dict, cfg: dict, ids: list[int], positions: list[int], keep:
         x = x + att @ w[p + "self_attn.o_proj.weight"].T
         n = norm(x, w[p + "post_attention_layernorm.weight"])
         ff = [moe(n[t], p) if cfg["moe_layer_freq"][i] else swiglu(n[t], p + "mlp.") for t in range(L)]
-        if cfg["shared_expert_intermediate_size"]:
+        if cfg["moe_layer_freq"][i] and cfg["shared_expert_intermediate_size"]:
             ff = [f + swiglu(n[t], p + "shared_expert.") for t, f in enumerate(ff)]
         x = x + torch.stack(ff)
     return norm(x, w["model.norm.weight"]) @ w["lm_head.weight"].T
@@ -282,3 +285,26 @@ def test_wrong_shape_and_incomplete_config(checkpoint, tmp_path):
         LLaDAMoEConfig.from_dict(tiny_config(rope_scaling={"rope_type": "yarn", "factor": 2.0}))
     with pytest.raises(FamilyError, match="moe_layer_freq"):
         LLaDAMoEConfig.from_dict(tiny_config(moe_layer_freq=[1]))
+
+
+@pytest.mark.skipif(not (FIXTURE / "logits.pt").is_file(),
+                    reason="no golden fixture (benchmarks/make_family_fixtures_llada_moe.py)")
+def test_golden_logits_of_the_published_code(tmp_path):
+    """tests/fixtures/llada_moe: tiny random weights (a dense layer among MoE ones, a shared expert, expert
+    bias, grouped kv heads) and the logits the published modeling_lladamoe.py gave for them on a left-padded
+    batch with its attention mask (made by hand with benchmarks/make_family_fixtures_llada_moe.py, not in CI)."""
+    folder = tmp_path / "golden"
+    shutil.copytree(FIXTURE, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    save_tokenizer(folder, SPECIALS, cfg["vocab_size"], mask="<|mask|>", eos="<|endoftext|>", pad="<|endoftext|>")
+    lm = load(str(folder))
+    assert isinstance(lm.family, LLaDAMoE)
+    inputs = json.loads((FIXTURE / "inputs.json").read_text())
+    x, mask = torch.tensor(inputs["input_ids"]), torch.tensor(inputs["attention_mask"])
+    golden = torch.load(FIXTURE / "logits.pt", weights_only=True)
+    official = LLaDAMoE(official_positions=True).forward(lm.net, x, mask)
+    assert (official - golden).abs().max() < 1e-4
+    real = mask.bool()                                       # the default numbering: same logits on real tokens
+    assert (lm(x, mask) - golden)[real].abs().max() < 1e-4
+    assert not real.all()                                    # the fixture has a left-padded row
+    assert not all(cfg["moe_layer_freq"]) and cfg["shared_expert_intermediate_size"]   # the layout that mattered

@@ -15,7 +15,8 @@ as described in the lab's format notes (families.md, section 2):
   the chosen probabilities, NOT renormalised (the published forward hard-codes norm_topk_prob=False
   whatever the config says), cast to the activation dtype. Layers with `moe_layer_freq[i] == 0` hold a
   dense SwiGLU `mlp.{gate,up,down}_proj` of `dense_intermediate_size`; a non-null
-  `shared_expert_intermediate_size` adds `shared_expert.*` on the decoder layer.
+  `shared_expert_intermediate_size` adds `shared_expert.*` on each MoE decoder layer (not on the dense
+  ones, as the published LLaDAMoEDecoderLayer).
 * RMSNorm: fp32 statistics, cast back, then × weight. Logits in the model dtype, no shift.
 
 `model_type` is "llada", the same string as LLaDA-8B: this family claims a config only when it has
@@ -27,22 +28,32 @@ behaviour; another published copy ignores the mask). Positions count from each r
 token by default; `LLaDAMoE(official_positions=True)` numbers 0..T-1 over the padded input as the
 published code does. With pads masked the two agree up to rounding (RoPE sees only differences).
 
-Unverified assumptions (families.md marks them [?] or third-party; check against the real
-config.json and model.safetensors.index.json):
-  1. config keys `hidden_size`, `num_hidden_layers`, `num_attention_heads`, `num_key_value_heads`,
-     `num_experts`, `num_experts_per_tok`, `expert_intermediate_size`, `rope_theta`, `rms_norm_eps` are
-     read as named; `rms_norm_eps` falls back to 1e-5 (the config class default) when absent.
-  2. `partial_rotary_factor` absent or <= 0 (the config class default is -1) is read as 1.0, full
-     rotary (llama.cpp asserts rope dims == head_dim); `LLaDAMoE(rotary_factor=...)` overrides it.
-  3. `qk_layernorm` absent is read as true; `moe_layer_freq` absent as every layer MoE;
-     `shared_expert_intermediate_size` / `moe_router_enable_expert_bias` absent as none.
-  4. routing: softmax, top-k, no renormalisation, no scaling; `norm_topk_prob`,
-     `moe_router_score_function`, `routed_scaling_factor`, `router_num_group`, `router_topk_group` are
-     ignored as the published forward ignores them. `LLaDAMoE(renormalize=True)` renormalises the
-     top-k weights to sum 1 instead.
-  5. mask id: config `mask_token_id` if present, else the tokenizer's mask token, else `<|mask|>`
+Verified against the published modeling_lladamoe.py / configuration_lladamoe.py (golden logits,
+tests/fixtures/llada_moe, benchmarks/make_family_fixtures_llada_moe.py; max abs difference ~2e-6 in float32):
+the config keys labkit reads (`hidden_size`, `num_hidden_layers`, `num_attention_heads`,
+`num_key_value_heads`, `num_experts`, `num_experts_per_tok`, `expert_intermediate_size`,
+`dense_intermediate_size`, `shared_expert_intermediate_size`, `moe_layer_freq`, `qk_layernorm`,
+`moe_router_enable_expert_bias`, `rope_theta`, `partial_rotary_factor`, `rms_norm_eps`) are the published
+config class's, under those names (`head_dim` is not one: upstream always uses hidden_size /
+num_attention_heads); grouped kv heads; the parameter names and shapes, the shared expert on MoE layers only;
+per-head q/k RMSNorm before RoPE; rotate-half RoPE (full rotary in the fixture; upstream rotates the first
+int(head_dim · partial_rotary_factor) channels, as labkit does); softmax routing in float32 with `expert_bias`
+added to the probabilities, top-k, no renormalisation (the published forward hard-codes it: `norm_topk_prob`,
+`moe_router_score_function`, `routed_scaling_factor`, `router_num_group`, `router_topk_group` are read by the
+config class and ignored by the forward); pads masked as additive key-padding; positions 0..L-1 over the
+padded input (`official_positions=True`). `LLaDAMoE(renormalize=True)` renormalises the top-k weights to sum 1
+instead.
+
+Still unverified (these are about the real checkpoint's files, which the fixture does not hold):
+  1. the values in the real config.json. Where a key is absent labkit falls back to: `rms_norm_eps`
+     1e-5 (the config class default), `partial_rotary_factor` <= 0 → 1.0 (the published code cannot
+     run with the class default -1, so a runnable config sets it; `LLaDAMoE(rotary_factor=...)`
+     overrides it), `qk_layernorm` true (upstream: absent → no q/k norm; labkit would then report the
+     q/k norm weights as missing), `moe_layer_freq` every layer MoE (upstream: absent → an error),
+     `shared_expert_intermediate_size` / `moe_router_enable_expert_bias` none (as upstream).
+  2. mask id: config `mask_token_id` if present, else the tokenizer's mask token, else `<|mask|>`
      (156895 in the published tokenizer; the loader's fallback list has it).
-  6. any rope scaling other than "default" is refused rather than guessed.
+  3. any rope scaling other than "default" is refused rather than guessed.
 """
 from __future__ import annotations
 
@@ -80,7 +91,7 @@ class LLaDAMoEConfig:
     num_key_value_heads: int | None = None          # None → num_attention_heads
     head_dim: int | None = None                     # None → hidden_size / num_attention_heads
     rms_norm_eps: float = 1e-5
-    partial_rotary_factor: float = -1.0             # <= 0 → 1.0 (assumption 2)
+    partial_rotary_factor: float = -1.0             # <= 0 → 1.0 (module docstring, still unverified 1)
     qk_layernorm: bool = True
     attention_bias: bool = False
     clip_qkv: float | None = None
@@ -130,8 +141,8 @@ def parameter_count(config: dict) -> int:
     attn = d * h * hd * 2 + d * kv * hd * 2 + (h * hd + 2 * kv * hd + d) * bias + 2 * hd * c.qk_layernorm
     moe = c.num_experts * (d + 3 * d * c.expert_intermediate_size) + c.num_experts * c.moe_router_enable_expert_bias
     dense = 3 * d * (c.dense_intermediate_size or 0)
-    shared = 3 * d * (c.shared_expert_intermediate_size or 0)
-    layers = sum(attn + 2 * d + shared + (moe if c.is_moe(i) else dense) for i in range(c.num_hidden_layers))
+    moe += 3 * d * (c.shared_expert_intermediate_size or 0)                  # on MoE layers only, as upstream
+    layers = sum(attn + 2 * d + (moe if c.is_moe(i) else dense) for i in range(c.num_hidden_layers))
     return layers + c.vocab_size * d * (1 if c.tie_word_embeddings else 2) + d
 
 
@@ -208,7 +219,7 @@ class DecoderLayer(nn.Module):
         self.self_attn = Attention(cfg)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MoE(cfg) if cfg.is_moe(i) else MLP(cfg.hidden_size, cfg.dense_intermediate_size)
-        if cfg.shared_expert_intermediate_size:
+        if cfg.shared_expert_intermediate_size and cfg.is_moe(i):             # upstream: MoE layers only
             self.shared_expert = MLP(cfg.hidden_size, cfg.shared_expert_intermediate_size)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], bias: Tensor | None) -> Tensor:   # (B, L, d)
