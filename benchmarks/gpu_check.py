@@ -11,15 +11,24 @@ is instantiated on the GPU. Random weights write nonsense, so only speed and mem
 - labkit's overhead around the forward passes (labkit bench overhead);
 - the batch sweep, doubling until memory runs out (reported, not raised);
 - the prefix and dual KV cache (labkit.models.kv_cache) on a long prompt: speedup and identical answers.
+- the family check (--families all|none|llada,llada_moe,dream,llada2): for each of labkit's native
+  published-format families, a random bf16 checkpoint at its published shape (config.json, sharded
+  safetensors under the published names, a tokenizer) written to a temporary folder shard by shard
+  (--tmp-dir; deleted afterwards), then: write and load time (lk.load(folder, device="cuda")), forward
+  latency at prompt + 256 tokens (median of 5), one 128-token "quality" (Q mode) answer, and the peak
+  memory over load, forwards and answer; under "families" in the JSON.
 Without CUDA it prints {"skipped": ...} and exits 0. `--shape small --device cpu` runs the same
-steps on a small model, which is how the tests check the script.
+steps on a small model (and each family at the tests' tiny shape), which is how the tests check the script.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +40,7 @@ SHAPES = {
     "small": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
                   vocab_size=4096, max_position_embeddings=1024),
 }
+GEN_LENGTH = {False: 128, True: 64}               # the family check's answer: published shape, tiny shape
 
 
 def build(shape: str, device: str, dtype: torch.dtype):
@@ -54,6 +64,7 @@ def build(shape: str, device: str, dtype: torch.dtype):
 
 
 def forward_latency(lm, length: int, repeats: int = 10) -> dict:
+    """Batch 1, `length` mask tokens: median and min of `repeats` timed forwards after two warm-ups."""
     x = torch.full((1, length), lm.mask_id, dtype=torch.long, device=lm.device)
     cuda = lm.device.type == "cuda"
     times = []
@@ -122,18 +133,224 @@ def run(shape: str, device: str, max_batch: int, log) -> dict:
     return result
 
 
+# ---------------------------------------------------------------------------------------- families
+# labkit's native published-format families, each at its published shape: config.json with the
+# published keys, safetensors under the published names, a word-level tokenizer with the family's
+# special tokens at their published ids (the real tokenizers are BPE; the weights are random anyway).
+# Sources of the sizes: LLaDA-8B this script's own SHAPES["llada-8b"] and tests/test_family_llada.py's
+# key set; LLaDA-MoE llada_moe.PUBLISHED (keys it lacks take the family's documented defaults);
+# LLaDA2.1-mini tests/test_family_llada2.py (test_the_published_config_builds_the_published_layout);
+# Dream-v0-7B's sizes are not written in this repository: they are Qwen2.5-7B's (hidden 3584, 28
+# layers, 28 heads, 4 kv heads, SwiGLU 18944, vocabulary 152064), which give the 7.6B parameters /
+# 15.2 GB that labkit.models.families.dream states.
+LLADA = {"activation_type": "silu", "alibi": False, "architectures": ["LLaDAModelLM"], "attention_layer_norm": False,
+         "bias_for_layer_norm": False, "block_group_size": 1, "block_type": "llama", "d_model": 4096,
+         "embedding_size": 126464, "eos_token_id": 126081, "include_bias": False, "include_qkv_bias": False,
+         "input_emb_norm": False, "layer_norm_type": "rms", "layer_norm_with_affine": True, "mask_token_id": 126336,
+         "max_sequence_length": 4096, "mlp_hidden_size": 12288, "mlp_ratio": 4, "model_type": "llada", "n_heads": 32,
+         "n_kv_heads": 32, "n_layers": 32, "pad_token_id": 126081, "rms_norm_eps": 1e-05, "rope": True,
+         "rope_full_precision": True, "rope_theta": 500000.0, "scale_logits": False, "vocab_size": 126464,
+         "weight_tying": False}
+LLADA_MOE = {"architectures": ["LLaDAMoEModelLM"], "model_type": "llada", "vocab_size": 157184, "hidden_size": 2048,
+             "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16, "num_experts": 64,
+             "num_experts_per_tok": 8, "expert_intermediate_size": 1024, "rope_theta": 50000.0,
+             "tie_word_embeddings": False, "mask_token_id": 156895, "eos_token_id": 156892, "pad_token_id": 156892}
+DREAM = {"architectures": ["DreamModel"], "model_type": "Dream", "hidden_act": "silu", "hidden_size": 3584,
+         "intermediate_size": 18944, "max_position_embeddings": 131072, "num_attention_heads": 28,
+         "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_scaling": None,
+         "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": False, "use_mrope": False,
+         "use_sliding_window": False, "vocab_size": 152064, "mask_token_id": 151666, "eos_token_id": 151643,
+         "pad_token_id": 151643}
+LLADA2 = {"architectures": ["LLaDA2MoeModelLM"], "model_type": "llada2_moe", "hidden_size": 2048,
+          "num_hidden_layers": 20, "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128,
+          "intermediate_size": 5120, "first_k_dense_replace": 1, "moe_intermediate_size": 512, "num_experts": 256,
+          "num_experts_per_tok": 8, "num_shared_experts": 1, "n_group": 8, "topk_group": 4,
+          "routed_scaling_factor": 2.5, "rope_theta": 600000, "rope_scaling": None, "partial_rotary_factor": 0.5,
+          "rotary_dim": 64, "rms_norm_eps": 1e-06, "use_qkv_bias": False, "use_bias": False, "vocab_size": 157184,
+          "tie_word_embeddings": False, "max_position_embeddings": 32768, "pad_token_id": 156892}
+# the tests' tiny sizes (tests/test_family_*.py), with room for the prompt + 256 canvas
+TINY = {"llada": dict(d_model=32, n_layers=2, n_heads=4, n_kv_heads=4, mlp_hidden_size=64, embedding_size=96,
+                      vocab_size=96, max_sequence_length=1024, mask_token_id=90, eos_token_id=87, pad_token_id=87),
+        "llada_moe": dict(vocab_size=96, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=4, num_experts=4, num_experts_per_tok=2, expert_intermediate_size=16,
+                          mask_token_id=92, eos_token_id=89, pad_token_id=89),
+        "dream": dict(hidden_size=32, intermediate_size=64, max_position_embeddings=1024, num_attention_heads=4,
+                      num_hidden_layers=2, num_key_value_heads=2, vocab_size=96, mask_token_id=5, eos_token_id=1,
+                      pad_token_id=1),
+        "llada2": dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                       intermediate_size=64, moe_intermediate_size=16, num_experts=4, num_experts_per_tok=2,
+                       n_group=2, topk_group=1, rotary_dim=4, vocab_size=96, max_position_embeddings=1024,
+                       pad_token_id=89)}
+FAMILIES = {"llada": LLADA, "llada_moe": LLADA_MOE, "dream": DREAM, "llada2": LLADA2}
+# special tokens at their ids: (mask, end of text) and the rest; published ids, then the tests' tiny ones
+SPECIALS = {"llada": ({"<|mdm_mask|>": 126336, "<|endoftext|>": 126081}, {"<|mdm_mask|>": 90, "<|endoftext|>": 87}),
+            "llada_moe": ({"<|mask|>": 156895, "<|endoftext|>": 156892}, {"<|mask|>": 92, "<|endoftext|>": 89}),
+            "dream": ({"<|mask|>": 151666, "<|endoftext|>": 151643}, {"<|mask|>": 5, "<|endoftext|>": 1}),
+            "llada2": ({"<|mask|>": 156895, "<|endoftext|>": 156892}, {"<|mask|>": 92, "<|endoftext|>": 89})}
+SHARD_BYTES = 4 << 30                             # the host holds one shard of random weights at a time
+
+
+def family_config(name: str, tiny: bool) -> dict:
+    return {**FAMILIES[name], **(TINY[name] if tiny else {})}
+
+
+def meta_network(name: str, config: dict) -> torch.nn.Module:
+    """The family's network on the meta device: its state dict names the published tensors and shapes
+    (the family's loader accepts exactly these; tests/test_family_*.py check them against the published layout)."""
+    from labkit.models.families import dream, llada, llada2, llada_moe
+
+    build = {"llada": lambda c: llada.LLaDANet(llada.Shape.of(c)),
+             "llada_moe": lambda c: llada_moe.LLaDAMoENet(llada_moe.LLaDAMoEConfig.from_dict(c)),
+             "dream": dream.DreamNet, "llada2": lambda c: llada2.LLaDA2Net(llada2.LLaDA2Config.from_dict(c))}[name]
+    with torch.device("meta"):
+        return build(config)
+
+
+def random_tensor(name: str, shape: torch.Size, device: str) -> torch.Tensor:
+    """bf16 N(0, 0.02) matrices, ones for norms and biases, a zero float32 router bias."""
+    if name.endswith("expert_bias"):
+        return torch.zeros(shape, device=device)
+    if len(shape) == 1:
+        return torch.ones(shape, device=device, dtype=torch.bfloat16)
+    return torch.randn(shape, device=device, dtype=torch.bfloat16) * 0.02
+
+
+def shards(shapes: dict[str, torch.Size], limit: int = SHARD_BYTES) -> list[list[str]]:
+    """The names, in order, cut into groups of at most `limit` bf16 bytes (a bigger tensor alone)."""
+    groups, size = [[]], 0
+    for name, shape in shapes.items():
+        nbytes = 2 * shape.numel()
+        if groups[-1] and size + nbytes > limit:
+            groups, size = groups + [[]], 0
+        groups[-1].append(name)
+        size += nbytes
+    return groups
+
+
+def write_weights(folder: Path, shapes: dict[str, torch.Size], device: str) -> int:
+    """Random tensors under the published names, drawn on `device` and written shard by shard with
+    model.safetensors.index.json, as the published checkpoints are; returns the bytes written."""
+    from safetensors.torch import save_file
+
+    groups, weight_map, written = shards(shapes), {}, 0
+    for i, names in enumerate(groups):
+        file = f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors"
+        part = {n: random_tensor(n, shapes[n], device).cpu() for n in names}
+        save_file(part, str(folder / file), metadata={"format": "pt"})
+        written += sum(t.numel() * t.element_size() for t in part.values())
+        weight_map |= dict.fromkeys(names, file)
+        del part
+    index = {"metadata": {"total_size": written}, "weight_map": weight_map}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    return written
+
+
+def write_tokenizer(folder: Path, specials: dict[str, int], vocab_size: int) -> None:
+    """A word-level tokenizer of `vocab_size` ids: the special tokens at their ids (mask first, end of
+    text second), <unk>, then filler words."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab, free = dict(specials), (i for i in range(vocab_size) if i not in specials.values())
+    vocab["<unk>"] = next(free)
+    vocab |= {f"w{i}": i for i in free}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    mask, eos = specials
+    PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", mask_token=mask, eos_token=eos,
+                            pad_token=eos).save_pretrained(folder)
+
+
+def write_checkpoint(folder: Path, name: str, tiny: bool, device: str) -> dict:
+    """config.json, sharded safetensors and a tokenizer in `folder`; returns parameters and bytes."""
+    config = family_config(name, tiny)
+    shapes = {k: v.shape for k, v in meta_network(name, config).state_dict().items()}
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    write_tokenizer(folder, SPECIALS[name][tiny], config.get("embedding_size") or config["vocab_size"])
+    return {"params": sum(s.numel() for s in shapes.values()), "bytes": write_weights(folder, shapes, device)}
+
+
+def timed(fn, device: torch.device):
+    """fn()'s result and its seconds (after the device has finished)."""
+    t0 = time.perf_counter()
+    out = fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return out, round(time.perf_counter() - t0, 2)
+
+
+def check_family(name: str, tiny: bool, device: str, tmp: str | None, log) -> dict:
+    """Write a random checkpoint of family `name`, load it, time forwards and one "quality" answer;
+    the folder is deleted afterwards."""
+    import labkit as lk
+    from labkit.bench.speed import PROMPT
+    from labkit.profile import peak_memory
+
+    dev = torch.device(device)
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    folder = Path(tempfile.mkdtemp(prefix=f"labkit-{name}-", dir=tmp))
+    try:
+        written, write_s = timed(lambda: write_checkpoint(folder, name, tiny, device), dev)
+        log(f"{name}: wrote {written['bytes'] / 1e9:.2f} GB ({written['params'] / 1e9:.2f}B parameters) in {write_s} s")
+        with peak_memory(dev) as mem:
+            lm, load_s = timed(lambda: lk.load(str(folder), device=device, dtype=dtype), dev)
+            forward = forward_latency(lm, len(lm.encode(PROMPT)) + 256, repeats=5)
+            out = lk.generate(lm, PROMPT, "quality", gen_length=GEN_LENGTH[tiny], block_length=32)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    result = {**written, "write_s": write_s, "load_s": load_s, "forward": forward,
+              "generate": {k: out.stats[k] for k in ("nfe", "gen_tokens", "seconds", "tps")} | {"sampler": "quality"},
+              "peak_bytes": mem["peak_bytes"], "memory_kind": mem["kind"]}
+    log(f"{name}: load {load_s} s, forward {forward['median_ms']} ms, generate {result['generate']}, "
+        f"peak {mem['peak_bytes'] / 2**30:.1f} GiB")
+    return result
+
+
+def check_families(names: list[str], tiny: bool, device: str, tmp: str | None, log) -> dict:
+    results = {}
+    for name in names:
+        results[name] = check_family(name, tiny, device, tmp, log)
+        gc.collect()
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    return results
+
+
+def family_names(value: str) -> list[str]:
+    """--families: all, none, or a comma-separated list of FAMILIES' names."""
+    if value in ("all", "none"):
+        return list(FAMILIES) if value == "all" else []
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown families {unknown}: use all, none or some of {', '.join(FAMILIES)}")
+    return names
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", choices=sorted(SHAPES), default="llada-8b")
     p.add_argument("--device", default="cuda")
     p.add_argument("--max-batch", type=int, default=256, help="the batch sweep stops doubling here")
+    p.add_argument("--families", type=family_names, default="all",
+                   help=f"all, none, or some of {','.join(FAMILIES)}: the published-format family check")
+    p.add_argument("--tmp-dir", default=None, help="local disk for the families' random checkpoints (default: $TMPDIR)")
     p.add_argument("--out", default="benchmarks/results/gpu_check.json")
     a = p.parse_args(argv)
     if a.device.startswith("cuda") and not torch.cuda.is_available():
         print(json.dumps({"skipped": "no CUDA device: this check needs a GPU (use --device cpu --shape small "
                                      "to run its steps on a small model)"}))
         return 0
-    result = run(a.shape, a.device, a.max_batch, log=lambda m: print(m, file=sys.stderr, flush=True))
+    result = run(a.shape, a.device, a.max_batch, log=log)
+    if a.families:
+        gc.collect()
+        if a.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+        result["families"] = check_families(a.families, a.shape == "small", a.device, a.tmp_dir, log)
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))

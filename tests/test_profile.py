@@ -156,12 +156,43 @@ def _gpu_check():
 
 def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):
     out = tmp_path / "g.json"
-    assert _gpu_check().main(["--shape", "small", "--device", "cpu", "--max-batch", "16", "--out", str(out)]) == 0
+    assert _gpu_check().main(["--shape", "small", "--device", "cpu", "--max-batch", "16", "--out", str(out),
+                              "--tmp-dir", str(tmp_path)]) == 0
     r = json.loads(out.read_text())
     assert r["params"] > 0 and r["forward"]["median_ms"] > 0 and r["generate"]["nfe"] == 128
     assert r["overhead"]["labkit_overhead_ratio"] > 0
     assert [row["batch"] for row in r["batch"]["rows"]] == [1, 4, 8, 16]
     assert r["kv_cache"]["dual"]["speedup"] > 0 and r["kv_cache"]["none"]["identical"] is True
+    assert set(r["families"]) == {"llada", "llada_moe", "dream", "llada2"}
+    for name, f in r["families"].items():           # each family's tiny random checkpoint, written and loaded
+        assert f["params"] > 0 and f["bytes"] >= 2 * f["params"], name       # bf16 (LLaDA2's router bias: float32)
+        assert f["load_s"] >= 0 and f["forward"]["median_ms"] > 0 and f["forward"]["length"] > 256, name
+        assert f["generate"]["gen_tokens"] == 64 and f["generate"]["nfe"] >= 2 and f["peak_bytes"] > 0, name
+    assert not list(tmp_path.glob("labkit-*")), "the checkpoints are deleted"
+
+
+def test_gpu_check_family_flags_shards_and_checkpoint(tmp_path):
+    import argparse
+
+    from safetensors import safe_open
+
+    from labkit.models.families import detect
+    gpu_check = _gpu_check()
+    assert gpu_check.family_names("all") == ["llada", "llada_moe", "dream", "llada2"]
+    assert gpu_check.family_names("none") == [] and gpu_check.family_names("dream, llada") == ["dream", "llada"]
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown families"):
+        gpu_check.family_names("llada,gpt2")
+    sizes = {"a": torch.Size([4, 4]), "b": torch.Size([8]), "c": torch.Size([64, 64])}
+    assert gpu_check.shards(sizes, limit=48) == [["a", "b"], ["c"]]
+    written = gpu_check.write_checkpoint(tmp_path, "llada2", True, "cpu")
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert detect(config).name == "LLaDA2" and (tmp_path / "tokenizer.json").is_file()
+    weight_map = json.loads((tmp_path / "model.safetensors.index.json").read_text())["weight_map"]   # 3 + 9 + 2 x 23
+    assert len(weight_map) == 58 and "model.layers.1.mlp.experts.3.down_proj.weight" in weight_map
+    with safe_open(str(tmp_path / weight_map["model.layers.1.mlp.gate.expert_bias"]), "pt") as f:
+        assert f.get_tensor("model.layers.1.mlp.gate.expert_bias").dtype == torch.float32
+        assert f.get_tensor("model.word_embeddings.weight").dtype == torch.bfloat16
+    assert written["params"] == 37400 and written["bytes"] == 2 * 37400 + 2 * 4 * 2    # two float32 router biases
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only skip")
