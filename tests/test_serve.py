@@ -361,3 +361,16 @@ def test_a_block_that_ends_inside_a_character_is_held_back_not_lost(tiny):
     events = asyncio.run(run())
     chunks = [json.loads(e[6:]) for e in events if e.startswith("data: {")]
     assert "".join(c["choices"][0]["text"] for c in chunks) == "日本!"
+
+
+def test_the_diffusion_summary_covers_every_row_of_the_request(client, tiny):
+    prompts = ["ROMEO:\n", "First Citizen:\nBefore we proceed any further, hear me speak.\n"]
+    knobs = {**GREEDY, "sampler": "threshold", "threshold": 0.5}
+    r = client.completions.create(model="tiny", prompt=prompts, max_tokens=32, extra_body=knobs)
+    from labkit.samplers.registry import rule
+    out = generate(tiny, prompts, rule("threshold", threshold=0.5, temperature=0), gen_length=32, block_length=32,
+                   steps=32, seed=0, eos_early_stop=True)
+    row_nfe = out.trace.row_nfe().tolist()
+    decided = int((out.ids[:, out.trace.prompt_len:] != tiny.mask_id).sum())
+    d = r.model_extra["diffusion"]
+    assert d["nfe"] == max(row_nfe) and d["tpf"] == round(decided / sum(row_nfe), 4)

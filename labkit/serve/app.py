@@ -228,11 +228,15 @@ async def _wait(ticket: Ticket, cfg: ServeConfig, request: Request) -> Result:
         raise
 
 
-def _diffusion(lm, job, result: Result, row) -> dict:
+def _diffusion(lm, job, result: Result) -> dict:
+    """The run's summary for this request's rows: NFE (the most forward passes any of its rows took
+    part in) and TPF (the decided canvas positions of its rows per forward pass each row saw)."""
     k = job.knobs
-    tokens = sum(t != lm.mask_id for t in row.ids)        # canvas positions the row decided
+    tokens = sum(t != lm.mask_id for row in result.rows for t in row.ids)
+    row_nfe = sum(row.nfe for row in result.rows)
     return {"sampler": k.sampler, "steps": k.steps, "block_length": k.block_length, "gen_length": k.gen_length,
-            "nfe": row.nfe, "tpf": round(tokens / max(1, row.nfe), 4), "batch": result.batch_requests,
+            "nfe": max(row.nfe for row in result.rows), "tpf": round(tokens / max(1, row_nfe), 4),
+            "batch": result.batch_requests,
             "batch_rows": result.batch_rows, "seconds": round(result.seconds, 4)}
 
 
@@ -250,14 +254,14 @@ def _format(lm, cfg: ServeConfig, job, result: Result) -> dict:
         else:
             choices.append(text)
     if job.kind == "generate":
-        return {"texts": choices, "diffusion": _diffusion(lm, job, result, result.rows[0])}
+        return {"texts": choices, "diffusion": _diffusion(lm, job, result)}
     prompt_tokens = sum(job.prompt_tokens)
     return {"id": f"{'chatcmpl' if job.kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion" if job.kind == "chat" else "text_completion", "created": int(time.time()),
             "model": cfg.model_id, "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
-            "diffusion": _diffusion(lm, job, result, result.rows[0])}
+            "diffusion": _diffusion(lm, job, result)}
 
 
 def _sse(data) -> str:
@@ -327,7 +331,7 @@ async def _events(lm, cfg: ServeConfig, ticket: Ticket):
                 yield _sse(chunks.make(text[len(sent):]))
                 sent = text
             if kind == "done":
-                yield _sse(chunks.make(reason=reason, diffusion=_diffusion(lm, job, payload, payload.rows[0])))
+                yield _sse(chunks.make(reason=reason, diffusion=_diffusion(lm, job, payload)))
                 if job.include_usage:
                     p = sum(job.prompt_tokens)
                     yield _sse({**chunks.make(), "choices": [],
