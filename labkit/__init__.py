@@ -10,6 +10,7 @@ package; bench/, eval/, training/, ui/ and cli/ are built on it (docs/architectu
 import importlib
 
 from . import defaults
+from .accel import Accel
 from .controls import Ban, Infill, Keywords, Pin, ReNoise
 from .decode import Output, generate, stream
 from .models.load import DLM, load, toy
@@ -30,7 +31,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'labkit' has no attribute {name!r}")
 
 
-__all__ = ["Autoregressive", "Ban", "cache", "control", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound",
+__all__ = ["Accel", "Autoregressive", "Ban", "cache", "control", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound",
            "Infill", "Keywords", "LowConfidence", "Pin", "ReNoise", "Threshold", "Output", "StepRecord", "Trace",
            "generate", "load", "profile", "set_threads", "stream", "toy", "viz", "widgets"]
 __version__ = "0.1.0"

@@ -12,6 +12,7 @@ import torch
 from torch.profiler import record_function
 
 from . import controls as ctl
+from .accel import Accel, check_accel
 from .models.handle import Denoiser
 from .samplers.autoregressive import Autoregressive
 from .samplers.base import DecodeState, Sampler, StepRecord
@@ -184,11 +185,22 @@ class _Run:
     eos_early_stop: bool
     generator: torch.Generator
     done: torch.Tensor               # (B,) bool: rows stopped at an EOS for good
+    accel: Accel = Accel()
     global_step: int = 0
+
+    @property
+    def steps_known(self) -> bool:
+        """Every row takes every step of every block, so the loop need not read the device to
+        know when a block ends: LLaDA's fixed-count rule with no controls and no EOS early stop
+        (each block starts with block_length >= steps_per_block masks and ceil(m / r) commits
+        leave at least one mask until the last step)."""
+        return (self.accel.sync == "block" and type(self.sampler) is LowConfidence and not self.controls
+                and not self.eos_early_stop)
 
 
 def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_length: int, steps: int,
-             cfg_scale: float, eos_early_stop: bool, penalty_lambda: float, generator, seed, controls) -> _Run:
+             cfg_scale: float, eos_early_stop: bool, penalty_lambda: float, generator, seed, controls,
+             accel: Accel = Accel()) -> _Run:
     """Check every knob, then lay out the canvas: prompts left-padded to P tokens, gen_length
     masks after them, controls' fixed text written and frozen."""
     encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale, penalty_lambda)
@@ -210,7 +222,7 @@ def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_l
     return _Run(lm=lm, sampler=sampler, controls=controls, canvas=canvas, model=model, x=x, frozen=frozen,
                 prompt_len=P, num_blocks=num_blocks, block_length=block_length,
                 steps_per_block=steps // num_blocks, eos_early_stop=eos_early_stop, generator=generator,
-                done=torch.zeros(B, dtype=torch.bool, device=x.device))
+                done=torch.zeros(B, dtype=torch.bool, device=x.device), accel=accel)
 
 
 def _generator(lm: Denoiser, generator: torch.Generator | None, seed) -> torch.Generator:
@@ -233,7 +245,7 @@ def _records(run: _Run, trace: Trace | None) -> Iterator[StepRecord]:
         for rec in _block(run, block):
             if trace is not None:
                 with record_function("labkit.record"):
-                    trace.append(rec)
+                    trace.append(rec, to_host=run.accel.trace == "host")
             yield rec
 
 
@@ -255,15 +267,19 @@ def _block(run: _Run, block: int) -> Iterator[StepRecord]:
     for step in range(budget):
         state = DecodeState(x=run.x, frozen=run.frozen, block_start=s, block_end=e, block=block, step=step,
                             steps=budget, global_step=run.global_step, mask_id=lm.mask_id, stop_ids=lm.stop_ids)
-        full = ~state.masked.any(-1)                                     # (B,)
-        editable = (~run.frozen[:, s:e]).any(-1)                         # a fully pinned block is skipped
-        live = ~run.done & editable & (~full | ((post < max_post) & ~converged))
-        if not live.any():
-            break
+        if run.steps_known:                                              # every row live: nothing to read
+            live = full = None
+        else:
+            full = ~state.masked.any(-1)                                 # (B,)
+            editable = (~run.frozen[:, s:e]).any(-1)                     # a fully pinned block is skipped
+            live = ~run.done & editable & (~full | ((post < max_post) & ~converged))
+            if not live.any():                                           # the stop test: one bit
+                break
         rec = _step(run, state, live)
-        changed = (rec.committed | rec.edited).any(-1)
-        post += (live & full).long()
-        converged |= live & full & ~changed
+        if live is not None:
+            changed = (rec.committed | rec.edited).any(-1)
+            post += (live & full).long()
+            converged |= live & full & ~changed
         run.x = rec.tokens
         if watch_eos and not max_post:
             run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id)
@@ -285,7 +301,9 @@ def _step(run: _Run, state: DecodeState, live: torch.Tensor) -> StepRecord:
     else:
         with record_function("labkit.rule"):
             rec = run.sampler.step(logits, state, run.generator)
-    rec = _only_rows(rec, live, state.x)
+    rec = _only_rows(rec, live, state.x, check=run.accel.sync == "step")
+    if run.accel.sync == "block":                         # no wait for the device: the run is timed
+        return replace(rec, active=live)
     if state.x.device.type == "cuda":
         torch.cuda.synchronize(state.x.device)
     return replace(rec, seconds=time.perf_counter() - t0, active=live)
@@ -294,7 +312,7 @@ def _step(run: _Run, state: DecodeState, live: torch.Tensor) -> StepRecord:
 def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_length: int = 32,
            steps: int = 64, cfg_scale: float = 0.0, eos_early_stop: bool = False,
            penalty_lambda: float = 0.0, generator: torch.Generator | None = None,
-           seed: int | None = None, controls=()) -> Iterator[StepRecord]:
+           seed: int | None = None, controls=(), accel: Accel | None = None) -> Iterator[StepRecord]:
     """Yield one StepRecord per forward pass. The only decoding loop in labkit.
 
     prompt: a string or a list of strings (a batch, left-padded with an attention mask).
@@ -311,17 +329,21 @@ def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_le
     as LLaDA2.1 does). A row's result never depends on what else is in the batch.
 
     `controls`: labkit.controls hooks (Pin, Infill, Keywords, Ban, ReNoise) in any combination;
-    positions they fix are frozen, and records then carry `pinned` (fixed answer positions)."""
+    positions they fix are frozen, and records then carry `pinned` (fixed answer positions).
+
+    `accel`: an lk.Accel (how often the loop reads the device; labkit.accel). Never changes
+    what is written."""
     sampler = resolve(sampler) or default_sampler(lm)
     run = _prepare(lm, prompt, sampler, gen_length=gen_length, block_length=block_length, steps=steps,
                    cfg_scale=cfg_scale, eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda,
-                   generator=generator, seed=seed, controls=ctl.check(controls))
+                   generator=generator, seed=seed, controls=ctl.check(controls), accel=check_accel(accel))
     return _records(run, None)
 
 
-def _only_rows(rec: StepRecord, live: torch.Tensor, x: torch.Tensor) -> StepRecord:
-    """The record with every row that is not live left as it was (nothing committed or edited)."""
-    if live.all():
+def _only_rows(rec: StepRecord, live: torch.Tensor | None, x: torch.Tensor, check: bool = True) -> StepRecord:
+    """The record with every row that is not live left as it was (nothing committed or edited).
+    live None: every row is. `check`: skip the work when all rows are live (reads the device)."""
+    if live is None or (check and live.all()):
         return rec
     keep = ~live[:, None]                                                # (B, 1)
     return replace(rec, tokens=torch.where(keep, x, rec.tokens), candidates=torch.where(keep, x, rec.candidates),
@@ -342,7 +364,7 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
              gen_length: int = 64, block_length: int = 32, steps: int = 64, cfg_scale: float = 0.0,
              eos_early_stop: bool = False, penalty_lambda: float = 0.0,
              generator: torch.Generator | None = None, seed: int | None = None, controls=(),
-             on_start: Callable[[Trace], None] | None = None) -> Output:
+             on_start: Callable[[Trace], None] | None = None, accel: Accel | None = None) -> Output:
     """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS.
     `on_start(trace)` is called with the run's trace before the first step, and `on_step(rec)`
     after each step once the trace holds it (the lab panel draws the trace as it fills); an
@@ -350,13 +372,14 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     stats: nfe (forward passes of the batch), gen_tokens (decided answer tokens, all rows),
     row_nfe (forward passes summed over rows: each row counts the steps it took part in),
     tpf (gen_tokens / row_nfe: tokens per forward pass as each row saw it), seconds,
-    tps (tokens per second, all rows)."""
+    tps (tokens per second, all rows). `accel`: as in stream()."""
     sampler = resolve(sampler) or default_sampler(lm)
     controls = ctl.check(controls)
+    accel = check_accel(accel)
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
                  eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
     t0 = time.perf_counter()
-    run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=controls, **knobs)
+    run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=controls, accel=accel, **knobs)
     trace = Trace(prompt_len=run.prompt_len, mask_id=lm.mask_id, init=run.x.cpu())
     trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=run.x.shape[0],
                       controls=[repr(c) for c in controls])
@@ -365,6 +388,7 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     for rec in _records(run, trace):
         if on_step is not None:
             on_step(rec)
+    trace.to_host()                                 # records kept on the device (accel.trace) come over
     seconds = time.perf_counter() - t0
     final, P = trace.final, trace.prompt_len
     texts = [lm.decode(_until_stop(row[P:].tolist(), lm.stop_ids)) for row in final]

@@ -2,13 +2,22 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .samplers.base import StepRecord
+
+
+def _compact(rec: StepRecord, device) -> StepRecord:
+    def move(t, dtype=None):
+        return None if t is None else t.to(device, dtype) if dtype is not None else t.to(device)
+    return StepRecord(step=rec.step, block=rec.block, tokens=move(rec.tokens, torch.int32),
+                      candidates=move(rec.candidates, torch.int32), confidence=move(rec.confidence, torch.float16),
+                      committed=move(rec.committed), edited=move(rec.edited), seconds=rec.seconds,
+                      active=move(rec.active), pinned=move(rec.pinned))
 
 
 @dataclass
@@ -19,15 +28,28 @@ class Trace:
     records: list[StepRecord] = field(default_factory=list)
     meta: dict = field(default_factory=dict)   # sampler repr, gen_length, block_length, ...
 
-    def append(self, rec: StepRecord) -> None:
-        """Keep a CPU copy in compact dtypes (int32 ids, float16 confidence)."""
-        self.records.append(StepRecord(
-            step=rec.step, block=rec.block, tokens=rec.tokens.to("cpu", torch.int32),
-            candidates=rec.candidates.to("cpu", torch.int32),
-            confidence=rec.confidence.to("cpu", torch.float16),
-            committed=rec.committed.cpu(), edited=rec.edited.cpu(), seconds=rec.seconds,
-            active=None if rec.active is None else rec.active.cpu(),
-            pinned=None if rec.pinned is None else rec.pinned.cpu()))
+    def append(self, rec: StepRecord, to_host: bool = True) -> None:
+        """Keep a copy in compact dtypes (int32 ids, float16 confidence), on the CPU; with
+        to_host=False on the record's device until `to_host()` (no device read per step)."""
+        self.records.append(_compact(rec, "cpu" if to_host else rec.tokens.device))
+
+    def to_host(self) -> None:
+        """Move records kept on a device to the CPU: one stacked copy per field (a no-op for
+        records already there)."""
+        away = [i for i, r in enumerate(self.records) if r.tokens.device.type != "cpu"]
+        if not away:
+            return
+        moved = {}
+        for name in ("tokens", "candidates", "confidence", "committed", "edited", "active", "pinned"):
+            parts = [getattr(self.records[i], name) for i in away]
+            if all(p is not None for p in parts):
+                moved[name] = torch.stack(parts).cpu().unbind(0)          # (S, ...) in one copy
+            elif any(p is not None for p in parts):
+                moved[name] = [None if p is None else p.cpu() for p in parts]
+            else:
+                moved[name] = [None] * len(away)
+        for j, i in enumerate(away):
+            self.records[i] = replace(self.records[i], **{k: v[j] for k, v in moved.items()})
 
     def __len__(self) -> int:
         return len(self.records)

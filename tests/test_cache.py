@@ -108,7 +108,7 @@ def test_cache_wrappers_refuse_what_they_cannot_cache(tiny, toy):
         PrefixCache(lk.load("tiny-ar"))
     fake = lk.DLM(net=torch.nn.Linear(2, 2), tokenizer=tiny.tokenizer, mask_id=tiny.mask_id, eos_id=1,
                         pad_id=0, name="linear")
-    with pytest.raises(ValueError, match="needs a labkit TinyDLM network"):
+    with pytest.raises(ValueError, match="needs a network with a KV-cache pass"):
         DualCache(fake)
     assert "PrefixCache" in repr(PrefixCache(toy)) and PrefixCache(toy).mask_id == toy.mask_id
 

@@ -15,7 +15,10 @@ block's first-step logits: rules that read only the active block (all of labkit'
 DraftEdit's multi-block editing) see fresh values.
 
 The loop tells the wrapper where each block starts (`begin_block`); any rule and any control work
-unchanged. Needs a labkit TinyDLM network (its `run()` takes a K/V cache); masked models only.
+unchanged. Needs a network with a KV-cache pass (labkit's TinyDLM, the LLaDA family); masked
+models only. By default (`inplace=True`) the K/V live in one buffer per layer for the whole run:
+each block's full pass and each window pass write their fresh keys and values into it, so a step
+allocates no K/V and the buffers keep their addresses (what CUDA graphs need).
 
 `CausalCache(ar)` is the autoregressive model's own, exact KV cache (what every AR server uses):
 a causal position's keys and values depend only on the tokens up to it, so each call recomputes
@@ -29,40 +32,64 @@ import torch
 from .handle import Denoiser, Wrapper
 
 
+def cache_pass(lm: Denoiser):
+    """The network's KV-cache pass, run(x, attention_mask, past=None, start=0, write=False) →
+    (unshifted logits (B, W, V), per-layer (K, V)): a family's own (LLaDA's) or a labkit network's;
+    None when the model has none."""
+    if lm.family is not None:
+        run = getattr(lm.family, "run", None)
+        return None if run is None else (lambda *a, **k: run(lm.net, *a, **k))
+    return getattr(lm.net, "run", None)
+
+
 class _BlockCache(Wrapper):
     mode = ""
 
-    def __init__(self, lm: Denoiser):
+    def __init__(self, lm: Denoiser, inplace: bool = True):
+        """inplace: keep one K/V buffer per layer for the whole run and write each pass's fresh
+        keys and values into it (no allocation per step); False: new tensors at every step."""
         if lm.kind != "masked":
             raise ValueError(f"{type(self).__name__} is for masked diffusion models; {lm.name!r} is {lm.kind}")
-        if not hasattr(lm.net, "run"):
-            raise ValueError(f"{type(self).__name__} needs a labkit TinyDLM network (with run() and a K/V "
-                             f"cache); {lm.name!r} is {type(lm.net).__name__}")
+        self._run = cache_pass(lm)
+        if self._run is None:
+            raise ValueError(f"{type(self).__name__} needs a network with a KV-cache pass (labkit's TinyDLM, or "
+                             f"the LLaDA family); {lm.name!r} is {type(lm.net).__name__}")
         super().__init__(lm)
-        self.shift = bool(getattr(lm.net.config, "shift_logits", False))
+        self.inplace = bool(inplace)
+        self.shift = bool(getattr(getattr(lm.net, "config", None), "shift_logits", False))
         self.full_passes = self.window_passes = 0
         self._block: tuple[int, int] | None = None
+        self._stale = True                   # the next call runs the full canvas
         self._kv = self._logits = None
 
     def begin_block(self, start: int, end: int) -> None:
         """Called by the decoding loop when a block starts: the next call runs the full canvas."""
-        self._block, self._kv, self._logits = (start, end), None, None
+        self._block, self._stale = (start, end), True
 
     def _window(self, L: int) -> tuple[int, int]:
         s, e = self._block
         return s, (L if self.mode == "prefix" else e)
 
+    def _full(self, x: torch.Tensor, attention_mask) -> torch.Tensor:
+        """The whole canvas; its keys and values become the cache (written into the buffers)."""
+        B, L = x.shape
+        fits = self._kv is not None and self._kv[0][0].shape[0] == B and self._kv[0][0].shape[2] == L
+        if self.inplace and fits:
+            raw, _ = self._run(x, attention_mask, past=self._kv, start=0, write=True)     # (B, L, V)
+        else:
+            raw, kv = self._run(x, attention_mask)
+            self._kv = [(k.contiguous(), v.contiguous()) for k, v in kv] if self.inplace else kv
+        self._logits, self._stale = self._shifted(raw), self._block is None
+        self.full_passes += 1
+        return self._logits.clone()            # the loop and controls write into what they get
+
     @torch.no_grad()
     def __call__(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        net = self.lm.net
-        if self._block is None or self._kv is None or self._kv[0][0].shape[0] != x.shape[0]:
-            raw, self._kv = net.run(x, attention_mask)                    # (B, L, V), per-layer K/V
-            self._logits = self._shifted(raw)
-            self.full_passes += 1
-            return self._logits.clone()        # the loop and controls write into what they get
+        if self._stale or self._kv is None or self._kv[0][0].shape[0] != x.shape[0]:
+            return self._full(x, attention_mask)
         s, e = self._window(x.shape[1])
         a = s - 1 if self.shift else s          # shifted logits: position i is read from hidden i-1
-        raw, _ = net.run(x[:, a:e], attention_mask, past=self._kv, start=a)   # (B, e - a, V)
+        raw, _ = self._run(x[:, a:e], attention_mask, past=self._kv, start=a, write=self.inplace)  # (B, e - a, V)
         logits = self._logits.clone()
         logits[:, s:e] = raw[:, :e - s] if self.shift else raw
         self.window_passes += 1

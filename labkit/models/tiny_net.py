@@ -69,15 +69,19 @@ class Attention(nn.Module):
         self.out = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=False)
         self.is_causal = cfg.is_causal
 
-    def forward(self, x, cos, sin, attn_mask=None, past=None, start=0):
+    def forward(self, x, cos, sin, attn_mask=None, past=None, start=0, write=False):
         """x (B, W, D): positions start .. start+W-1 (W = L without `past`). past: this layer's
         (K, V), each (B, H, L, hd), from an earlier pass over all L positions; the window's fresh
-        keys and values replace theirs, the rest are reused (a KV cache). Returns the output
-        (B, W, D) and the (K, V) used."""
+        keys and values replace theirs, the rest are reused (a KV cache): in new tensors, or with
+        `write` in `past` itself (no allocation). Returns the output (B, W, D) and the (K, V) used."""
         B, W, D = x.shape
         q, k, v = self.qkv(x).view(B, W, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)  # 3×(B, H, W, hd)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if past is not None:
+        if past is not None and write:
+            past[0][:, :, start:start + W].copy_(k)
+            past[1][:, :, start:start + W].copy_(v)
+            k, v = past
+        elif past is not None:
             k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + W:]], dim=2)    # (B, H, L, hd)
             v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + W:]], dim=2)
         elif attn_mask is not None and self.is_causal:          # pad mask and causal mask together
@@ -106,8 +110,8 @@ class Block(nn.Module):
         self.norm2 = nn.RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
         self.mlp = SwiGLU(cfg)
 
-    def forward(self, x, cos, sin, attn_mask=None, past=None, start=0):
-        a, kv = self.attn(self.norm1(x), cos, sin, attn_mask, past, start)
+    def forward(self, x, cos, sin, attn_mask=None, past=None, start=0, write=False):
+        a, kv = self.attn(self.norm1(x), cos, sin, attn_mask, past, start, write)
         x = x + a
         return x + self.mlp(self.norm2(x)), kv
 
@@ -157,12 +161,14 @@ class TinyDLM(PreTrainedModel):
 
 
     def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, past=None,
-            start: int = 0) -> tuple[torch.Tensor, list]:
+            start: int = 0, write: bool = False) -> tuple[torch.Tensor, list]:
         """Unshifted logits of positions start .. start+W-1 and every layer's (K, V).
         input_ids (B, W); without `past` the window is the whole sequence (start 0). With `past`
         (the list this method returned for the full sequence), only the window is recomputed and
-        the other positions' keys and values are reused: labkit.models.kv_cache builds on this. A causal
-        model's cache may also end where the window starts (the window's K/V are appended)."""
+        the other positions' keys and values are reused: labkit.models.kv_cache builds on this.
+        `write`: the window's keys and values are written into `past` in place (buffers that
+        keep their storage from step to step). A causal model's cache may also end where the
+        window starts (the window's K/V are appended; not with `write`)."""
         W = input_ids.shape[1]
         L = W if past is None else max(past[0][0].shape[2], start + W)   # keys the window sees
         if past is not None and past[0][0].shape[2] < start:
@@ -179,7 +185,7 @@ class TinyDLM(PreTrainedModel):
         x = self.embed(input_ids)                           # (B, W, D)
         kvs = []
         for i, layer in enumerate(self.layers):
-            x, kv = layer(x, cos, sin, mask, None if past is None else past[i], start)
+            x, kv = layer(x, cos, sin, mask, None if past is None else past[i], start, write)
             kvs.append(kv)
         return self.lm_head(self.norm(x)), kvs              # (B, W, V)
 

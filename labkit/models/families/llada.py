@@ -93,18 +93,31 @@ class Block(nn.Module):
         self.up_proj = nn.Linear(s.d, s.ff, bias=False)
         self.ff_out = nn.Linear(s.ff, s.d, bias=False)
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor | None) -> Tensor:
-        B, L, _ = x.shape                                   # x (B, L, d); bias (B, 1, 1, L) additive or None
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, bias: Tensor | None, past=None, start: int = 0,
+                write: bool = False) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """x (B, W, d): positions start .. start+W-1; bias (B, 1, 1, L) additive or None; past: this
+        layer's (K, V), each (B, kv_heads, L, hd), of an earlier pass over all L positions, whose
+        window the fresh keys and values replace (in new tensors, or with `write` in `past`
+        itself). Returns the output (B, W, d) and the (K, V) used (before any GQA repeat)."""
+        B, W, _ = x.shape
         n = self.attn_norm(x)
-        q, k, v = (p(n).view(B, L, -1, self.s.d // self.s.heads).transpose(1, 2)       # (B, heads, L, hd)
+        q, k, v = (p(n).view(B, W, -1, self.s.d // self.s.heads).transpose(1, 2)       # (B, heads, W, hd)
                    for p in (self.q_proj, self.k_proj, self.v_proj))
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        if past is not None and write:
+            past[0][:, :, start:start + W].copy_(k)
+            past[1][:, :, start:start + W].copy_(v)
+            k, v = past
+        elif past is not None:
+            k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + W:]], dim=2)      # (B, kv, L, hd)
+            v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + W:]], dim=2)
+        kv = (k, v)
         if self.s.kv_heads != self.s.heads:
             k, v = (t.repeat_interleave(self.s.heads // self.s.kv_heads, dim=1) for t in (k, v))
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=False)  # (B, H, L, hd)
-        h = x + self.attn_out(a.transpose(1, 2).reshape(B, L, self.s.d))
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=False)  # (B, H, W, hd)
+        h = x + self.attn_out(a.transpose(1, 2).reshape(B, W, self.s.d))
         n = self.ff_norm(h)
-        return h + self.ff_out(F.silu(self.ff_proj(n)) * self.up_proj(n))
+        return h + self.ff_out(F.silu(self.ff_proj(n)) * self.up_proj(n)), kv
 
 
 class LLaDANet(nn.Module):
@@ -124,21 +137,34 @@ class LLaDANet(nn.Module):
                 position_ids: Tensor | None = None) -> Tensor:
         """input_ids (B, L), attention_mask (B, L) {0 pad, 1 token}, position_ids (B, L) (default
         0..L-1) → logits (B, L, vocab), position i predicting token i."""
-        t, (B, L) = self.model.transformer, input_ids.shape
-        x = t.wte(input_ids)                                # (B, L, d)
-        pos = torch.arange(L, device=x.device).expand(B, L) if position_ids is None else position_ids
+        return self.run(input_ids, attention_mask, position_ids=position_ids)[0]
+
+    def run(self, input_ids: Tensor, attention_mask: Tensor | None = None, past=None, start: int = 0,
+            write: bool = False, position_ids: Tensor | None = None) -> tuple[Tensor, list]:
+        """Logits of positions start .. start+W-1 (input_ids (B, W)) and every layer's (K, V): the
+        KV-cache pass of labkit.models.kv_cache, as TinyDLM.run. attention_mask and position_ids
+        cover all L positions (B, L); without `past` the window is the whole sequence."""
+        t, (B, W) = self.model.transformer, input_ids.shape
+        x = t.wte(input_ids)                                # (B, W, d)
+        if position_ids is None:
+            pos = torch.arange(start, start + W, device=x.device).expand(B, W)
+        else:
+            pos = position_ids[:, start:start + W]
         hd = self.s.d // self.s.heads
         inv = 1.0 / self.s.theta ** (torch.arange(0, hd, 2, device=x.device, dtype=torch.float32) / hd)  # (hd/2,)
-        ang = pos.float()[..., None] * inv                  # (B, L, hd/2)
-        ang = torch.cat((ang, ang), -1)[:, None]            # (B, 1, L, hd)
+        ang = pos.float()[..., None] * inv                  # (B, W, hd/2)
+        ang = torch.cat((ang, ang), -1)[:, None]            # (B, 1, W, hd)
         cos, sin = ang.cos(), ang.sin()
         bias = None
         if attention_mask is not None:                      # keys that are pads get -inf-like scores
-            bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
-        for block in t.blocks:
-            x = block(x, cos, sin, bias)
+            L = W if past is None else past[0][0].shape[2]
+            bias = (1.0 - attention_mask[:, None, None, :L].to(x.dtype)) * torch.finfo(x.dtype).min
+        kvs = []
+        for i, block in enumerate(t.blocks):
+            x, kv = block(x, cos, sin, bias, None if past is None else past[i], start, write)
+            kvs.append(kv)
         x = t.ln_f(x)
-        return F.linear(x, t.wte.weight) if self.s.tied else t.ff_out(x)
+        return (F.linear(x, t.wte.weight) if self.s.tied else t.ff_out(x)), kvs
 
 
 def _resolve(path: str | Path, filename: str) -> Path | None:
@@ -221,6 +247,12 @@ class LLaDA(Family):
     def forward(self, net, x, attention_mask):
         pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
         return net(x, attention_mask=attention_mask, position_ids=pos)
+
+    def run(self, net, x, attention_mask, past=None, start: int = 0, write: bool = False):
+        """The KV-cache pass (labkit.models.kv_cache): x (B, W) at positions start .. start+W-1,
+        attention_mask (B, L) or None → unshifted logits (B, W, V) and every layer's (K, V)."""
+        pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
+        return net.run(x, attention_mask, past=past, start=start, write=write, position_ids=pos)
 
     def __repr__(self) -> str:
         return f"LLaDA(official_positions={self.official_positions})"
