@@ -34,6 +34,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))     # gpu_reference, beside this file
+from labkit.accel import COMPILE_MODES  # noqa: E402
+
 SHAPES = {
     "llada-8b": dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, intermediate_size=12288,
                      vocab_size=126464, max_position_embeddings=4096),
@@ -86,26 +89,74 @@ def forward_latency(lm, length: int, repeats: int = 10) -> dict:
             "min_ms": round(1000 * min(times), 3)}
 
 
-def kv_cache_speedup(lm) -> dict:
-    """One greedy 128-token answer to a long held-out prompt, without a cache and with each wrapper
-    (after a warm-up run each): seconds, speedup, and whether the answer matched the uncached one."""
-    import labkit as lk
-    from labkit.bench.speed import long_prompts
-    from labkit.models.kv_cache import DualCache, PrefixCache
-
-    prompt = long_prompts(lm, 1, max_tokens=480)[0]
-    knobs = dict(gen_length=128, block_length=32, steps=128)
-    runs = {}
-    for name, model in (("none", lm), ("prefix", PrefixCache(lm)), ("dual", DualCache(lm))):
-        lk.generate(model, prompt, **knobs)
-        out = lk.generate(model, prompt, **knobs)
-        runs[name] = (out.stats["seconds"], out.texts[0])
-    return {"prompt_tokens": len(lm.encode(prompt)),
-            **{k: {"seconds": s, "speedup": round(runs["none"][0] / s, 3), "identical": t == runs["none"][1]}
-               for k, (s, t) in runs.items()}}
+# dense bf16 tensor-core peak, TFLOP/s (vendor data sheets, SXM parts unless named); first match wins
+PEAK_BF16_TFLOPS = (("H200", 989.4), ("H100 PCIe", 756.0), ("H100 NVL", 835.5), ("H100", 989.4), ("GH200", 989.4),
+                    ("B200", 2250.0), ("A100", 312.0), ("L40S", 362.05), ("L40", 181.0), ("L4", 121.0),
+                    ("A10G", 70.0), ("A10", 125.0), ("RTX 4090", 165.2), ("RTX 6000 Ada", 364.2))
 
 
-def run(shape: str, device: str, max_batch: int, log) -> dict:
+def peak_tflops(gpu: str | None, given: float | None) -> tuple[float | None, str]:
+    """The device's dense bf16 peak: --peak-tflops, else the table's first name found in `gpu`."""
+    if given is not None:
+        return given, "--peak-tflops"
+    for name, tflops in PEAK_BF16_TFLOPS:
+        if gpu and name in gpu:
+            return tflops, f"table ({name})"
+    return None, "unknown device: give --peak-tflops"
+
+
+def forward_floor(lm, params: int, lengths, peak: float | None) -> list[dict]:
+    """Forward latency at each canvas length against its compute floor, 2 · params · tokens at the
+    device's peak (the floor ignores attention's own L² work; the ratio is measured / floor)."""
+    rows = []
+    for n in lengths:
+        row = forward_latency(lm, n)
+        floor_ms = 2 * params * n / (peak * 1e12) * 1e3 if peak else None
+        row |= {"tflop": round(2 * params * n / 1e12, 3), "floor_ms": None if floor_ms is None else round(floor_ms, 3),
+                "ratio": None if floor_ms is None else round(row["median_ms"] / floor_ms, 3)}
+        rows.append(row)
+    return rows
+
+
+def comparisons(lm, compile_mode: str | None, official: dict, repeats: int, log) -> dict:
+    """labkit's decoding against the official loops on this model (gpu_reference.compare): a long
+    held-out prompt (up to 512 tokens), gen 256, block 32, one token per step; in the model's dtype
+    for the times, and (for a bf16 model) once more in float32 at gen 64 for the token identity,
+    where bf16 rounding of the official loops' confidences cannot break near ties."""
+    import copy
+    from dataclasses import replace
+
+    from gpu_reference import compare
+    from labkit.accel import compiled
+    from labkit.training.prompts import long_prompts
+
+    prompt = lm.encode(long_prompts(lm, 1, max_tokens=512)[0])
+    fast_lm = None if compile_mode is None else compiled(lm, compile_mode)
+    knobs = dict(gen_length=256, block_length=32, steps=256)
+    log(f"comparisons at {lm.net.dtype}: prompt {len(prompt)} tokens, {knobs}")
+    result = {"timed": compare(lm, fast_lm, official.get("llada"), official.get("fast"), prompt, knobs, repeats, log)}
+    if lm.net.dtype != torch.float32:
+        lm32 = replace(lm, net=copy.deepcopy(lm.net).float())
+        log("identity at float32, gen 64")
+        result["identity_fp32"] = compare(lm32, None, official.get("llada"), official.get("fast"), prompt,
+                                          dict(gen_length=64, block_length=32, steps=64), 0, log)
+        del lm32
+    return result
+
+
+def load_officials(llada: str | None, fast: str | None) -> dict:
+    from gpu_reference import load_official
+
+    out = {}
+    if llada:
+        out["llada"] = load_official(llada, "llada_official_generate")
+    if fast:
+        out["fast"] = load_official(fast, "fast_dllm_generate")
+    return out
+
+
+def run(shape: str, device: str, max_batch: int, log, *, peak: float | None = None, compile_mode: str | None = None,
+        official: dict | None = None, repeats: int = 2) -> dict:
     import labkit as lk
     from labkit.bench.speed import PROMPT, bench_batch, bench_overhead
     from labkit.profile import peak_memory
@@ -114,21 +165,26 @@ def run(shape: str, device: str, max_batch: int, log) -> dict:
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     lm = build(shape, device, dtype)
     params = sum(p.numel() for p in lm.net.parameters())
-    result = {"shape": shape, "device": device, "gpu": torch.cuda.get_device_name() if device.startswith("cuda") else None,
-              "dtype": str(dtype), "params": params, "build_s": round(time.perf_counter() - t_start, 1)}
-    log(f"built {lm.name}: {params / 1e9:.2f}B parameters in {result['build_s']} s")
+    gpu = torch.cuda.get_device_name() if device.startswith("cuda") else None
+    peak, peak_source = peak_tflops(gpu, peak)
+    result = {"shape": shape, "device": device, "gpu": gpu, "dtype": str(dtype), "params": params,
+              "peak_bf16_tflops": peak, "peak_source": peak_source, "build_s": round(time.perf_counter() - t_start, 1)}
+    log(f"built {lm.name}: {params / 1e9:.2f}B parameters in {result['build_s']} s; peak {peak} TFLOP/s ({peak_source})")
     result["forward"] = forward_latency(lm, len(lm.encode(PROMPT)) + 256)
-    log(f"forward: {result['forward']}")
+    result["forward_floor"] = forward_floor(lm, params, (512, len(lm.encode(PROMPT)) + 256), peak)
+    log(f"forward vs floor: {result['forward_floor']}")
     with peak_memory(lm.device) as mem:
         out = lk.generate(lm, PROMPT, gen_length=128, block_length=32, steps=128)
     result["generate"] = {"nfe": out.stats["nfe"], "seconds": out.stats["seconds"], "tps": out.stats["tps"],
                           "peak_bytes": mem["peak_bytes"], "memory_kind": mem["kind"]}
     log(f"generate: {result['generate']}")
     result["overhead"] = bench_overhead(lm, repeats=3)
-    log(f"overhead: labkit {result['overhead']['labkit_overhead_ratio']}, trace {result['overhead']['trace_overhead_ratio']}")
-    result["batch"] = bench_batch(lm, sizes=(1, 4, 8, 16), beyond=True, max_batch=max_batch, log=log)
-    result["kv_cache"] = kv_cache_speedup(lm)
-    log(f"kv cache: {result['kv_cache']}")
+    result["overhead_gpu_path"] = bench_overhead(lm, repeats=3, accel=lk.Accel.GPU)
+    log(f"overhead: labkit {result['overhead']['labkit_overhead_ratio']}, with Accel.GPU "
+        f"{result['overhead_gpu_path']['labkit_overhead_ratio']}, trace {result['overhead']['trace_overhead_ratio']}")
+    result["comparisons"] = comparisons(lm, compile_mode, official or {}, repeats, log)
+    sizes = tuple(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= max_batch)
+    result["batch"] = bench_batch(lm, sizes=sizes, beyond=False, log=log, accel=lk.Accel.GPU)
     result["total_s"] = round(time.perf_counter() - t_start, 1)
     return result
 
@@ -335,7 +391,16 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", choices=sorted(SHAPES), default="llada-8b")
     p.add_argument("--device", default="cuda")
-    p.add_argument("--max-batch", type=int, default=256, help="the batch sweep stops doubling here")
+    p.add_argument("--max-batch", type=int, default=64, help="the batch sweep's largest batch (1, 2, 4, ... 64)")
+    p.add_argument("--peak-tflops", type=float, default=None,
+                   help="the device's dense bf16 peak in TFLOP/s (default: a table of known GPUs)")
+    p.add_argument("--compile", default="reduce-overhead", choices=["none", *COMPILE_MODES],
+                   help="torch.compile mode of the compiled run (reduce-overhead: CUDA graphs); none skips it")
+    p.add_argument("--llada-generate", default=None, metavar="PATH",
+                   help="a fetched copy of ML-GSAI/LLaDA's generate.py: its generate() is run side by side")
+    p.add_argument("--fast-dllm-generate", default=None, metavar="PATH",
+                   help="a fetched copy of NVlabs/Fast-dLLM's llada/generate.py: its cached generate functions too")
+    p.add_argument("--repeats", type=int, default=2, help="timed runs per decoder (median), after one warm-up")
     p.add_argument("--families", type=family_names, default="all",
                    help=f"all, none, or some of {','.join(FAMILIES)}: the published-format family check")
     p.add_argument("--tmp-dir", default=None, help="local disk for the families' random checkpoints (default: $TMPDIR)")
@@ -345,7 +410,9 @@ def main(argv=None) -> int:
         print(json.dumps({"skipped": "no CUDA device: this check needs a GPU (use --device cpu --shape small "
                                      "to run its steps on a small model)"}))
         return 0
-    result = run(a.shape, a.device, a.max_batch, log=log)
+    official = load_officials(a.llada_generate, a.fast_dllm_generate)
+    result = run(a.shape, a.device, a.max_batch, log=log, peak=a.peak_tflops, official=official, repeats=a.repeats,
+                 compile_mode=None if a.compile == "none" else a.compile)
     if a.families:
         gc.collect()
         if a.device.startswith("cuda"):

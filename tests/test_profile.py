@@ -157,12 +157,20 @@ def _gpu_check():
 def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):
     out = tmp_path / "g.json"
     assert _gpu_check().main(["--shape", "small", "--device", "cpu", "--max-batch", "16", "--out", str(out),
-                              "--tmp-dir", str(tmp_path)]) == 0
+                              "--tmp-dir", str(tmp_path), "--compile", "none", "--repeats", "0",
+                              "--peak-tflops", "1.5"]) == 0
     r = json.loads(out.read_text())
     assert r["params"] > 0 and r["forward"]["median_ms"] > 0 and r["generate"]["nfe"] == 128
-    assert r["overhead"]["labkit_overhead_ratio"] > 0
-    assert [row["batch"] for row in r["batch"]["rows"]] == [1, 4, 8, 16]
-    assert r["kv_cache"]["dual"]["speedup"] > 0 and r["kv_cache"]["none"]["identical"] is True
+    assert r["overhead"]["labkit_overhead_ratio"] > 0 and r["overhead_gpu_path"]["accel"].startswith("Accel(")
+    floor = r["forward_floor"][0]                     # 2 · params · 512 tokens at 1.5 TFLOP/s
+    assert floor["length"] == 512 and floor["floor_ms"] == round(2 * r["params"] * 512 / 1.5e12 * 1e3, 3)
+    assert floor["ratio"] == pytest.approx(floor["median_ms"] / floor["floor_ms"], rel=1e-3)
+    assert r["peak_source"] == "--peak-tflops"
+    assert [row["batch"] for row in r["batch"]["rows"]] == [1, 2, 4, 8, 16]
+    timed = r["comparisons"]["timed"]                 # no official copies given: labkit's own runs only
+    assert timed["gen_length"] == 256 and timed["block_length"] == 32 and 400 <= timed["prompt_tokens"] <= 512
+    assert set(timed["seconds"]) == {"labkit", "labkit_gpu", "labkit_prefix", "labkit_dual", "labkit_threshold",
+                                     "labkit_dual_threshold"} and timed["pairs"] == {}
     assert set(r["families"]) == {"llada", "llada_moe", "dream", "llada2"}
     for name, f in r["families"].items():           # each family's tiny random checkpoint, written and loaded
         assert f["params"] > 0 and f["bytes"] >= 2 * f["params"], name       # bf16 (LLaDA2's router bias: float32)
@@ -214,3 +222,54 @@ def test_bench_common_times_interleaved_saves_and_tabulates(toy, tmp_path):
     assert json.loads(path.read_text()) == {"x": 1, "meta": meta}
     text = format_table([Column("name", 6, align="<"), Column("v", 6, ".2f")], [("a", 1.0), ("bb", 2.5)], "T")
     assert text == "T\nname       v\na       1.00\nbb      2.50"
+
+
+def test_gpu_check_knows_the_peak_of_common_gpus():
+    gpu_check = _gpu_check()
+    assert gpu_check.peak_tflops("NVIDIA H200", None) == (989.4, "table (H200)")
+    assert gpu_check.peak_tflops("NVIDIA H100 PCIe", None)[0] == 756.0
+    assert gpu_check.peak_tflops("NVIDIA L40S", None)[0] == 362.05 and gpu_check.peak_tflops("NVIDIA L4", None)[0] == 121.0
+    assert gpu_check.peak_tflops("NVIDIA H200", 500.0) == (500.0, "--peak-tflops")
+    assert gpu_check.peak_tflops("Some GPU", None)[0] is None and gpu_check.peak_tflops(None, None)[0] is None
+
+
+def _gpu_reference():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import gpu_reference
+    return gpu_reference
+
+
+def test_official_loops_get_a_labkit_model_with_the_calls_they_make(tiny):
+    """OfficialModel answers the official loops' calls (plain, full pass keeping K/V, Fast-dLLM's
+    prefix cache: K/V of [0, s) and the window [s, L), its dual cache: the window replaced in place)
+    with the logits the plain model gives when nothing changed; the mask token's logit is -inf."""
+    with pytest.raises(ValueError, match="shifted"):
+        _gpu_reference().OfficialModel(tiny)                # Dream-style logits: not LLaDA's loops
+    tiny = _gpu_check().build("small", "cpu", torch.float32)
+    model = _gpu_reference().OfficialModel(tiny)
+    x = torch.randint(3, 2000, (1, 48), generator=torch.Generator().manual_seed(0))
+    full = tiny(x)
+    plain = model(x).logits
+    assert torch.isinf(plain[..., tiny.mask_id]).all()
+    plain[..., tiny.mask_id] = full[..., tiny.mask_id]
+    assert torch.allclose(plain, full, atol=1e-5)
+    out = model(x, use_cache=True)
+    prefix = [(k[:, :, :20], v[:, :, :20]) for k, v in out.past_key_values]
+    window = model(x[:, 20:], past_key_values=prefix, use_cache=True).logits
+    assert torch.allclose(window[..., :tiny.mask_id], full[:, 20:, :tiny.mask_id], atol=1e-4)
+    replace = torch.zeros_like(x, dtype=torch.bool)
+    replace[:, 20:28] = True
+    dual = model(x[:, 20:28], past_key_values=out.past_key_values, use_cache=True, replace_position=replace).logits
+    assert torch.allclose(dual[..., :tiny.mask_id], full[:, 20:28, :tiny.mask_id], atol=1e-4)
+
+
+def test_official_files_load_with_a_stand_in_for_their_network(tmp_path):
+    import sys
+    file = tmp_path / "generate.py"
+    file.write_text("from model.modeling_llada import LLaDAModelLM\n\ndef generate():\n    return LLaDAModelLM\n")
+    module = _gpu_reference().load_official(file, "probe_generate")
+    assert module.generate() is None and "model.modeling_llada" not in sys.modules
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        _gpu_reference().load_official(tmp_path / "absent.py", "absent")

@@ -25,10 +25,14 @@ LENGTH_BLOCKS = 4             # bench_length: blocks per answer
 
 
 def bench_overhead(lm, *, repeats: int = 5, gen_length: int = 128, block_length: int = 32,
-                   prompt: str = PROMPT) -> dict:
+                   prompt: str = PROMPT, accel=None) -> dict:
+    """Greedy decoding (full: with its trace; untraced: stream() alone) against the bare forward
+    passes over the same canvases, interleaved: labkit's own cost around the model. `accel`: an
+    lk.Accel for the decoding runs (lk.Accel.GPU: labkit.accel)."""
     check_repeats(repeats)
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=gen_length)
     rule = LowConfidence()
+    knobs["accel"] = accel
     ref = generate(lm, prompt, rule, **knobs)                           # warm-up, and the canvases
     trace = ref.trace
     canvases = [trace.init.to(lm.device)] + [r.tokens.long().to(lm.device) for r in trace.records[:-1]]
@@ -44,6 +48,7 @@ def bench_overhead(lm, *, repeats: int = 5, gen_length: int = 128, block_length:
                               "bare": bare}, repeats, lm.device)
     f, u, b = medians["full"], medians["untraced"], medians["bare"]
     return {"model": lm.name, "device": str(lm.device), "gen_length": gen_length, "nfe": len(canvases),
+            "accel": repr(accel) if accel is not None else None,
             "repeats": repeats, "full_s": round(f, 4), "no_trace_s": round(u, 4), "bare_forward_s": round(b, 4),
             "labkit_overhead_ratio": round(f / b, 4), "overhead_share": round(1 - b / f, 4),
             "trace_overhead_ratio": round(f / u, 4), "meta": metadata(lm)}
@@ -55,7 +60,7 @@ def _is_oom(e: BaseException) -> bool:
 
 
 def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batch: int = 4096,
-                gen_length: int = 64, block_length: int = 32, log=None) -> dict:
+                gen_length: int = 64, block_length: int = 32, log=None, accel=None) -> dict:
     """Batch sweep: greedy low-confidence decoding of `b` held-out prompts at once (one token per
     step, gen_length steps), for each b in `sizes`, then (with `beyond`, default on a GPU) doubling
     until memory runs out or `max_batch`. Running out of memory ends the sweep with a message in
@@ -67,7 +72,7 @@ def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batc
         raise ValueError(f"sizes must be positive integers, got {sizes!r}")
     beyond = lm.device.type == "cuda" if beyond is None else beyond
     rows, stopped, b_i = [], None, 0
-    knobs = dict(gen_length=gen_length, block_length=block_length, steps=gen_length)
+    knobs = dict(gen_length=gen_length, block_length=block_length, steps=gen_length, accel=accel)
     generate(lm, "ROMEO:\n", LowConfidence(), **knobs)                   # warm-up
     while True:
         if b_i < len(sizes):
@@ -97,6 +102,7 @@ def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batc
             log(f"batch {b:>5}: {row['ms_per_step']:.1f} ms/step, {row['tokens_per_s']:.0f} tok/s, "
                 f"peak {row['peak_bytes'] / 2**20:.0f} MiB ({row['memory_kind']})")
     return {"model": lm.name, "device": str(lm.device), "gen_length": gen_length, "rows": rows, "stopped": stopped,
+            "accel": repr(accel) if accel is not None else None,
             "meta": metadata(lm)}
 
 
