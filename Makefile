@@ -73,9 +73,15 @@ bench-samplers: install
 bench-controls: install
 	$(BIN)/labkit bench controls --out benchmarks/results
 
-# On a CUDA machine: hooks, overhead and batch sweep on a random LLaDA-8B-shaped model (skips on a CPU).
+# On a CUDA machine: a random LLaDA-8B-shaped model in bf16: forward vs compute floor, labkit vs the
+# official loops (copies you fetch into benchmarks/official/, ignored by git: generate.py of
+# ML-GSAI/LLaDA as llada_generate.py, llada/generate.py of NVlabs/Fast-dLLM as fastdllm_generate.py;
+# absent files are skipped), caches, overhead, batch 1-64, the families (skips on a CPU).
+OFFICIAL := benchmarks/official
+GPU_CHECK_FLAGS := $(if $(wildcard $(OFFICIAL)/llada_generate.py),--llada-generate $(OFFICIAL)/llada_generate.py) \
+	$(if $(wildcard $(OFFICIAL)/fastdllm_generate.py),--fast-dllm-generate $(OFFICIAL)/fastdllm_generate.py)
 gpu-check: install
-	$(BIN)/python benchmarks/gpu_check.py --out benchmarks/results/gpu_check.json
+	$(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_FLAGS) --out benchmarks/results/gpu_check.json
 
 # The lab panel's Generate → re-rendered latency (target ≤ 1.5 s for 64 tokens, 64 steps), for each
 # thread setting, quiet and next to a busy neighbour process (about 9 min on 2 cores).

@@ -134,7 +134,8 @@ def comparisons(lm, compile_mode: str | None, official: dict, repeats: int, log)
     fast_lm = None if compile_mode is None else compiled(lm, compile_mode)
     knobs = dict(gen_length=256, block_length=32, steps=256)
     log(f"comparisons at {lm.net.dtype}: prompt {len(prompt)} tokens, {knobs}")
-    result = {"timed": compare(lm, fast_lm, official.get("llada"), official.get("fast"), prompt, knobs, repeats, log)}
+    result = {"timed": compare(lm, fast_lm, official.get("llada"), official.get("fast"), prompt, knobs, repeats, log,
+                               compile_mode)}
     if lm.net.dtype != torch.float32:
         lm32 = replace(lm, net=copy.deepcopy(lm.net).float())
         log("identity at float32, gen 64")

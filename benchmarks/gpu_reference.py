@@ -93,7 +93,7 @@ def answer(ids: torch.Tensor, P: int) -> torch.Tensor:
     return ids[0, P:].cpu()
 
 
-def labkit_runs(lm, compiled_lm, prompt_ids: list[int], knobs: dict) -> dict:
+def labkit_runs(lm, compiled_lm, prompt_ids: list[int], knobs: dict, compile_mode: str | None = None) -> dict:
     """Each labkit way of decoding the comparisons use: name → a function returning the answer ids."""
     import labkit as lk
     from labkit.models.kv_cache import DualCache, PrefixCache
@@ -112,6 +112,8 @@ def labkit_runs(lm, compiled_lm, prompt_ids: list[int], knobs: dict) -> dict:
             "labkit_dual_threshold": run(DualCache(lm), thr, lk.Accel.GPU)}
     if compiled_lm is not None:
         runs["labkit_compiled"] = run(compiled_lm, one, lk.Accel.GPU)
+    if compile_mode is not None:
+        runs["labkit_dual_compiled"] = run(DualCache(lm, compile=compile_mode), one, lk.Accel.GPU)
     return runs
 
 
@@ -140,11 +142,13 @@ PAIRS = {"llada_generate": "labkit", "fast_dllm": "labkit", "fast_dllm_prefix": 
          "fast_dllm_dual_threshold": "labkit_dual_threshold"}
 
 
-def compare(lm, compiled_lm, llada, fast, prompt_ids: list[int], knobs: dict, repeats: int, log) -> dict:
+def compare(lm, compiled_lm, llada, fast, prompt_ids: list[int], knobs: dict, repeats: int, log,
+            compile_mode: str | None = None) -> dict:
     """Every run timed (median of `repeats` after a warm-up) and each official one's answer checked
     against its labkit twin: identical tokens, the share of answer positions that agree, the time
     ratio official / labkit."""
-    runs = {**labkit_runs(lm, compiled_lm, prompt_ids, knobs), **official_runs(lm, llada, fast, prompt_ids, knobs)}
+    runs = {**labkit_runs(lm, compiled_lm, prompt_ids, knobs, compile_mode),
+            **official_runs(lm, llada, fast, prompt_ids, knobs)}
     answers, seconds = {}, {}
     for name, fn in runs.items():
         answers[name], seconds[name] = timed(fn, lm.device, repeats)
@@ -159,8 +163,9 @@ def compare(lm, compiled_lm, llada, fast, prompt_ids: list[int], knobs: dict, re
                                       "speedup": round(seconds[official] / seconds[mine], 3)}
     base = seconds["labkit_gpu"]
     out["speedup_vs_labkit_no_cache"] = {k: round(base / seconds[k], 3) for k in seconds if k.startswith("labkit")}
-    out["compiled_identical"] = (bool(torch.equal(answers["labkit_compiled"], answers["labkit"]))
-                                 if "labkit_compiled" in answers else None)
+    out["compiled_identical"] = {k: bool(torch.equal(answers[k], answers[ref]))
+                                 for k, ref in (("labkit_compiled", "labkit"), ("labkit_dual_compiled", "labkit_dual"))
+                                 if k in answers}
     return out
 
 

@@ -176,6 +176,17 @@ def test_compiled_forward_decodes_the_same_tokens(tiny):
                  lk.generate(fast, PROMPTS, sampler, accel=Accel.GPU, **KNOBS))
 
 
+@pytest.mark.parametrize("wrapper", [PrefixCache, DualCache])
+def test_compiled_caches_decode_the_same_tokens(tiny, wrapper):
+    """The cache passes compiled as whole graphs: the K/V buffers written in place inside them
+    (static addresses), the window's start a symbolic int after its first change (no graph per block)."""
+    kw = dict(gen_length=64, block_length=16, steps=64)
+    fast = wrapper(tiny, compile="default", backend="aot_eager")
+    same_run(lk.generate(wrapper(tiny), PROMPTS, **kw), lk.generate(fast, PROMPTS, accel=Accel.GPU, **kw))
+    with pytest.raises(ValueError, match="compile must be None or one of"):
+        wrapper(tiny, compile="fastest")
+
+
 def test_compile_options_are_checked(tiny):
     with pytest.raises(ValueError, match="mode must be one of"):
         compiled(tiny, mode="fastest")

@@ -45,9 +45,11 @@ def cache_pass(lm: Denoiser):
 class _BlockCache(Wrapper):
     mode = ""
 
-    def __init__(self, lm: Denoiser, inplace: bool = True):
+    def __init__(self, lm: Denoiser, inplace: bool = True, compile: str | None = None, backend: str = "inductor"):
         """inplace: keep one K/V buffer per layer for the whole run and write each pass's fresh
-        keys and values into it (no allocation per step); False: new tensors at every step."""
+        keys and values into it (no allocation per step); False: new tensors at every step.
+        compile: a torch.compile mode for the passes ("reduce-overhead": CUDA graphs; the buffers
+        are marked as static addresses, so a graph may write into them)."""
         if lm.kind != "masked":
             raise ValueError(f"{type(self).__name__} is for masked diffusion models; {lm.name!r} is {lm.kind}")
         self._run = cache_pass(lm)
@@ -55,6 +57,12 @@ class _BlockCache(Wrapper):
             raise ValueError(f"{type(self).__name__} needs a network with a KV-cache pass (labkit's TinyDLM, or "
                              f"the LLaDA family); {lm.name!r} is {type(lm.net).__name__}")
         super().__init__(lm)
+        if compile is not None:
+            from ..accel import COMPILE_MODES
+            if compile not in COMPILE_MODES:
+                raise ValueError(f"compile must be None or one of {COMPILE_MODES}, got {compile!r}")
+            self._run = torch.compile(self._run, mode=compile, backend=backend, fullgraph=True)
+        self.compile = compile
         self.inplace = bool(inplace)
         self.shift = bool(getattr(getattr(lm.net, "config", None), "shift_logits", False))
         self.full_passes = self.window_passes = 0
@@ -78,8 +86,14 @@ class _BlockCache(Wrapper):
             raw, _ = self._run(x, attention_mask, past=self._kv, start=0, write=True)     # (B, L, V)
         else:
             raw, kv = self._run(x, attention_mask)
-            self._kv = [(k.contiguous(), v.contiguous()) for k, v in kv] if self.inplace else kv
+            own = torch.clone if self.compile else torch.Tensor.contiguous     # a graph's outputs are its own
+            self._kv = [(own(k), own(v)) for k, v in kv] if self.inplace else kv
+            if self.inplace and self.compile is not None:
+                for t in (t for pair in self._kv for t in pair):
+                    torch._dynamo.mark_static_address(t)
         self._logits, self._stale = self._shifted(raw), self._block is None
+        if self.compile:
+            self._logits = self._logits.clone()
         self.full_passes += 1
         return self._logits.clone()            # the loop and controls write into what they get
 
