@@ -127,14 +127,18 @@ def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_
     return encoded, num_blocks
 
 
-def _model_fn(lm: Denoiser, attention_mask, prompt_pos, cfg_scale, penalty_lambda=0.0
+def _model_fn(lm: Denoiser, attention_mask, prompt_pos, cfg_scale, penalty_lambda=0.0, writers: bool = False
               ) -> Callable[[torch.Tensor], torch.Tensor]:
     """x (B, L) → logits (B, L, V) in the model's dtype, with classifier-free guidance when cfg_scale > 0: the
     unconditional pass sees the prompt positions masked, in one batch of 2B with the conditional.
     Works with or without an attention mask (LLaDA's generate.py crashes without one).
     A causal model runs only on the decided prefix and its logits are shifted right by one, so
     logits[:, i] is always the prediction for position i. `penalty_lambda` (SGLang's anti-stutter
-    knob) subtracts λ from each position's logit of the token written just before it."""
+    knob) subtracts λ from each position's logit of the token written just before it.
+    A KV cache that hands out its own logits buffer (`shares_logits`) is copied first when
+    something adds into the logits (`writers`: penalty_lambda, controls)."""
+    copy = writers and getattr(lm, "shares_logits", False)
+
     def causal_forward(x):
         B, L = x.shape
         undecided = x == lm.mask_id
@@ -151,6 +155,7 @@ def _model_fn(lm: Denoiser, attention_mask, prompt_pos, cfg_scale, penalty_lambd
             logits = causal_forward(x)
         elif cfg_scale == 0:
             logits = lm(x, attention_mask)
+            logits = logits.clone() if copy else logits
         else:
             un_x = x.masked_fill(prompt_pos, lm.mask_id)
             am = None if attention_mask is None else torch.cat([attention_mask, attention_mask])
@@ -218,7 +223,8 @@ def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_l
     canvas = ctl.Canvas(lm=lm, prompt_len=P, gen_length=gen_length)
     ctl.setup(controls, x, frozen, canvas)              # pins, templates, re-noised text
     attention_mask = attention if (attention == 0).any() else None
-    model = _model_fn(lm, attention_mask, frozen & attention.bool(), cfg_scale, penalty_lambda)
+    model = _model_fn(lm, attention_mask, frozen & attention.bool(), cfg_scale, penalty_lambda,
+                      writers=bool(penalty_lambda or controls))
     return _Run(lm=lm, sampler=sampler, controls=controls, canvas=canvas, model=model, x=x, frozen=frozen,
                 prompt_len=P, num_blocks=num_blocks, block_length=block_length,
                 steps_per_block=steps // num_blocks, eos_early_stop=eos_early_stop, generator=generator,

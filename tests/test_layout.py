@@ -9,7 +9,7 @@ import labkit as lk
 from labkit.samplers import registry
 
 PKG = Path(lk.__file__).parent
-CORE = ["__init__.py", "decode.py", "trace.py", "profile.py", "defaults.py", "threads.py", "continuous.py",
+CORE = ["__init__.py", "accel.py", "decode.py", "trace.py", "profile.py", "defaults.py", "threads.py", "continuous.py",
         "samplers", "controls", "models"]
 WINGS = ("bench", "eval", "training", "ui", "cli", "serve")
 MAX_FUNCTION_LINES = 60

@@ -44,6 +44,7 @@ def cache_pass(lm: Denoiser):
 
 class _BlockCache(Wrapper):
     mode = ""
+    shares_logits = True       # calls return the wrapper's own logits buffer (see __call__)
 
     def __init__(self, lm: Denoiser, inplace: bool = True, compile: str | None = None, backend: str = "inductor"):
         """inplace: keep one K/V buffer per layer for the whole run and write each pass's fresh
@@ -95,19 +96,22 @@ class _BlockCache(Wrapper):
         if self.compile:
             self._logits = self._logits.clone()
         self.full_passes += 1
-        return self._logits.clone()            # the loop and controls write into what they get
+        return self._logits
 
     @torch.no_grad()
     def __call__(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, L) → logits (B, L, V): the wrapper's own buffer, fresh inside the recomputed window
+        and the block's first-step values elsewhere, valid until the next call. Setting a value
+        the same way at every step (the loop's mask logit at -inf) is safe; copy it before adding
+        into it (the loop does when penalty_lambda or controls are on)."""
         if self._stale or self._kv is None or self._kv[0][0].shape[0] != x.shape[0]:
             return self._full(x, attention_mask)
         s, e = self._window(x.shape[1])
         a = s - 1 if self.shift else s          # shifted logits: position i is read from hidden i-1
         raw, _ = self._run(x[:, a:e], attention_mask, past=self._kv, start=a, write=self.inplace)  # (B, e - a, V)
-        logits = self._logits.clone()
-        logits[:, s:e] = raw[:, :e - s] if self.shift else raw
+        self._logits[:, s:e] = raw[:, :e - s] if self.shift else raw
         self.window_passes += 1
-        return logits
+        return self._logits
 
     def _shifted(self, raw: torch.Tensor) -> torch.Tensor:
         return torch.cat([raw[:, :1], raw[:, :-1]], dim=1) if self.shift else raw
