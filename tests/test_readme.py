@@ -130,3 +130,19 @@ def test_the_serving_table_is_the_committed_measurement():
                                        f"{m['p50_s']:.2f} / {m['p95_s']:.2f} s"), row
     assert f"{r['served_over_loop_at_max_batch']:.2f}× what the decoding loop" in section
     assert f"({r['loop']['tokens_per_s']:.0f} tokens/s)" in section and r["served_over_loop_at_max_batch"] >= 0.85
+
+
+def test_the_official_loops_table_is_the_committed_measurement():
+    import json
+
+    r = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "gpu_check_cpu.json").read_text())
+    c = r["comparisons"]["timed"]
+    section = README.split("**At the GPU's pace.**", 1)[1].split("**conda.**", 1)[0]
+    assert f"{r['params']:,} parameters" in section and f"a {c['prompt_tokens']}-token prompt" in section
+    assert f"{c['gen_length']} tokens in blocks of {c['block_length']}" in section
+    rows = [ln for ln in section.splitlines() if ln.startswith("| `")]
+    assert len(rows) == len(c["pairs"]) == 6
+    for row in rows:
+        official, mine, same, ratio = [x.strip().strip("`") for x in row.strip("|").split("|")]
+        p = c["pairs"][official]
+        assert (mine, same, ratio) == (p["labkit"], "yes" if p["identical"] else "no", f"{p['speedup']:.2f}"), row
