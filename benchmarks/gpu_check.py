@@ -9,14 +9,26 @@ is instantiated on the GPU. Random weights write nonsense, so only speed and mem
 - forward latency at batch 1 (CUDA events, median of 10) for a canvas of prompt + 256 tokens;
 - peak memory of one greedy generation (torch.cuda.max_memory_allocated);
 - labkit's overhead around the forward passes (labkit bench overhead);
-- the batch sweep, doubling until memory runs out (reported, not raised);
-- the prefix and dual KV cache (labkit.models.kv_cache) on a long prompt: speedup and identical answers.
+- the forward pass at 512 tokens and at prompt + 256 against its compute floor (2 · params · tokens
+  at the GPU's dense bf16 peak: PEAK_BF16_TFLOPS or --peak-tflops);
+- labkit beside the official loops on the same weights (gpu_reference.py): LLaDA's generate() and
+  Fast-dLLM's plain, prefix-cache, dual-cache and threshold loops, from fetched copies given with
+  --llada-generate / --fast-dllm-generate (never committed; `make gpu-check` finds them in
+  benchmarks/official/), against labkit with lk.Accel.GPU, a compiled forward (--compile) and the
+  in-place caches: same tokens and time ratios at a ~512-token prompt, gen 256, block 32; a bf16
+  model also gets a float32 pass at gen 64 for the token identity;
+- batch 1 to 64 on the GPU path;
 - the family check (--families all|none|llada,llada_moe,dream,llada2): for each of labkit's native
   published-format families, a random bf16 checkpoint at its published shape (config.json, sharded
   safetensors under the published names, a tokenizer) written to a temporary folder shard by shard
   (--tmp-dir; deleted afterwards), then: write and load time (lk.load(folder, device="cuda")), forward
   latency at prompt + 256 tokens (median of 5), one 128-token "quality" (Q mode) answer, and the peak
   memory over load, forwards and answer; under "families" in the JSON.
+The GPU-path check alone, in about 8 minutes on one H200 (estimate; torch and transformers as found
+there, labkit from the checkout):
+    PYTHONPATH=. python3 benchmarks/gpu_check.py --families none --repeats 1 \
+        --llada-generate benchmarks/official/llada_generate.py \
+        --fast-dllm-generate benchmarks/official/fastdllm_generate.py --out $OUT/gpu_check.json
 Without CUDA it prints {"skipped": ...} and exits 0. `--shape small --device cpu` runs the same
 steps on a small model (and each family at the tests' tiny shape), which is how the tests check the script.
 """
@@ -157,10 +169,11 @@ def load_officials(llada: str | None, fast: str | None) -> dict:
 
 
 def run(shape: str, device: str, max_batch: int, log, *, peak: float | None = None, compile_mode: str | None = None,
-        official: dict | None = None, repeats: int = 2) -> dict:
+        official: dict | None = None, repeats: int = 2, save=None) -> dict:
+    """Every section in turn; one that fails is recorded as {"error": ...} and the others still run.
+    `save(result)` is called after each section, so a run cut short keeps what it measured."""
     import labkit as lk
     from labkit.bench.speed import PROMPT, bench_batch, bench_overhead
-    from labkit.profile import peak_memory
 
     t_start = time.perf_counter()
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
@@ -169,25 +182,42 @@ def run(shape: str, device: str, max_batch: int, log, *, peak: float | None = No
     gpu = torch.cuda.get_device_name() if device.startswith("cuda") else None
     peak, peak_source = peak_tflops(gpu, peak)
     result = {"shape": shape, "device": device, "gpu": gpu, "dtype": str(dtype), "params": params,
-              "peak_bf16_tflops": peak, "peak_source": peak_source, "build_s": round(time.perf_counter() - t_start, 1)}
+              "torch": torch.__version__, "peak_bf16_tflops": peak, "peak_source": peak_source,
+              "build_s": round(time.perf_counter() - t_start, 1)}
     log(f"built {lm.name}: {params / 1e9:.2f}B parameters in {result['build_s']} s; peak {peak} TFLOP/s ({peak_source})")
-    result["forward"] = forward_latency(lm, len(lm.encode(PROMPT)) + 256)
-    result["forward_floor"] = forward_floor(lm, params, (512, len(lm.encode(PROMPT)) + 256), peak)
-    log(f"forward vs floor: {result['forward_floor']}")
+    canvas = len(lm.encode(PROMPT)) + 256
+    sizes = tuple(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= max_batch)
+    sections = {
+        "forward": lambda: forward_latency(lm, canvas),
+        "forward_floor": lambda: forward_floor(lm, params, (512, canvas), peak),
+        "generate": lambda: one_answer(lm),
+        "overhead": lambda: bench_overhead(lm, repeats=3),
+        "overhead_gpu_path": lambda: bench_overhead(lm, repeats=3, accel=lk.Accel.GPU),
+        "comparisons": lambda: comparisons(lm, compile_mode, official or {}, repeats, log),
+        "batch": lambda: bench_batch(lm, sizes=sizes, beyond=False, log=log, accel=lk.Accel.GPU)}
+    for name, fn in sections.items():
+        t0 = time.perf_counter()
+        try:
+            result[name] = fn()
+        except Exception as e:                  # noqa: BLE001 - recorded; the other sections still run
+            result[name] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+        log(f"{name} ({time.perf_counter() - t0:.1f} s): {json.dumps(result[name])[:400]}")
+        result["total_s"] = round(time.perf_counter() - t_start, 1)
+        if save is not None:
+            save(result)
+    return result
+
+
+def one_answer(lm) -> dict:
+    """One greedy 128-token answer, one token per step: time, tokens/s, peak memory."""
+    import labkit as lk
+    from labkit.bench.speed import PROMPT
+    from labkit.profile import peak_memory
+
     with peak_memory(lm.device) as mem:
         out = lk.generate(lm, PROMPT, gen_length=128, block_length=32, steps=128)
-    result["generate"] = {"nfe": out.stats["nfe"], "seconds": out.stats["seconds"], "tps": out.stats["tps"],
-                          "peak_bytes": mem["peak_bytes"], "memory_kind": mem["kind"]}
-    log(f"generate: {result['generate']}")
-    result["overhead"] = bench_overhead(lm, repeats=3)
-    result["overhead_gpu_path"] = bench_overhead(lm, repeats=3, accel=lk.Accel.GPU)
-    log(f"overhead: labkit {result['overhead']['labkit_overhead_ratio']}, with Accel.GPU "
-        f"{result['overhead_gpu_path']['labkit_overhead_ratio']}, trace {result['overhead']['trace_overhead_ratio']}")
-    result["comparisons"] = comparisons(lm, compile_mode, official or {}, repeats, log)
-    sizes = tuple(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= max_batch)
-    result["batch"] = bench_batch(lm, sizes=sizes, beyond=False, log=log, accel=lk.Accel.GPU)
-    result["total_s"] = round(time.perf_counter() - t_start, 1)
-    return result
+    return {"nfe": out.stats["nfe"], "seconds": out.stats["seconds"], "tps": out.stats["tps"],
+            "peak_bytes": mem["peak_bytes"], "memory_kind": mem["kind"]}
 
 
 # ---------------------------------------------------------------------------------------- families
@@ -412,16 +442,17 @@ def main(argv=None) -> int:
                                      "to run its steps on a small model)"}))
         return 0
     official = load_officials(a.llada_generate, a.fast_dllm_generate)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save = lambda r: out.write_text(json.dumps(r, indent=1))   # noqa: E731 - after every section
     result = run(a.shape, a.device, a.max_batch, log=log, peak=a.peak_tflops, official=official, repeats=a.repeats,
-                 compile_mode=None if a.compile == "none" else a.compile)
+                 compile_mode=None if a.compile == "none" else a.compile, save=save)
     if a.families:
         gc.collect()
         if a.device.startswith("cuda"):
             torch.cuda.empty_cache()
         result["families"] = check_families(a.families, a.shape == "small", a.device, a.tmp_dir, log)
-    out = Path(a.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
+        save(result)
     print(json.dumps(result))
     return 0
 

@@ -273,3 +273,22 @@ def test_official_files_load_with_a_stand_in_for_their_network(tmp_path):
     assert module.generate() is None and "model.modeling_llada" not in sys.modules
     with pytest.raises(FileNotFoundError, match="no such file"):
         _gpu_reference().load_official(tmp_path / "absent.py", "absent")
+
+
+def test_gpu_check_records_a_failing_section_and_goes_on(monkeypatch):
+    """A section that raises (a kernel, compile or OOM error on a GPU) is kept as its error; the
+    others still run, and the result is saved after every section."""
+    gpu_check = _gpu_check()
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kernel exploded")
+    monkeypatch.setattr(gpu_check, "forward_latency", boom)
+    monkeypatch.setattr(gpu_check, "one_answer", lambda lm: {"ok": "generate"})
+    monkeypatch.setattr(gpu_check, "comparisons", lambda *a, **k: {"ok": "comparisons"})
+    monkeypatch.setattr("labkit.bench.speed.bench_overhead", lambda *a, **k: {"ok": "overhead"})
+    monkeypatch.setattr("labkit.bench.speed.bench_batch", lambda *a, **k: {"ok": "batch"})
+    saved = []
+    r = gpu_check.run("small", "cpu", 4, log=lambda m: None, save=lambda res: saved.append(json.dumps(res)))
+    assert r["forward"] == r["forward_floor"] == {"error": "RuntimeError: kernel exploded"}
+    assert r["comparisons"] == {"ok": "comparisons"} and r["batch"] == {"ok": "batch"}
+    assert len(saved) == 7 and "forward_floor" not in json.loads(saved[0]) and json.loads(saved[-1]) == r
