@@ -8,6 +8,7 @@ from torch.overrides import TorchFunctionMode
 import labkit as lk
 from labkit.accel import Accel, compiled
 from labkit.models.kv_cache import DualCache, PrefixCache
+import test_family_dream as dream_fixture
 from test_family_llada import tiny_config, tiny_weights, write_checkpoint
 
 PROMPTS = ["ROMEO:\n", "JULIET: O Romeo, Romeo"]            # two lengths: a left-padded batch
@@ -132,32 +133,47 @@ def llada(tmp_path_factory):
     return lk.load(str(write_checkpoint(tmp_path_factory.mktemp("llada"), cfg, tiny_weights(cfg, seed=2))))
 
 
+@pytest.fixture(scope="module")
+def dream(tmp_path_factory):
+    """A tiny Dream checkpoint in the published format (grouped-query attention, shifted logits)."""
+    cfg = {**dream_fixture.CONFIG, "max_position_embeddings": 128}
+    folder = dream_fixture.write_checkpoint(tmp_path_factory.mktemp("dream"), cfg, dream_fixture.random_weights(cfg))
+    return lk.load(str(folder))
+
+
+@pytest.fixture(params=["llada", "dream"])
+def family_lm(request):
+    return request.getfixturevalue(request.param)
+
+
 @pytest.mark.parametrize("write", [False, True])
-def test_llada_window_pass_with_its_cache_equals_the_full_pass(llada, write):
-    x = torch.randint(3, 86, (2, 40), generator=torch.Generator().manual_seed(0))
+def test_family_window_pass_with_its_cache_equals_the_full_pass(family_lm, write):
+    x = torch.randint(6, 86, (2, 40), generator=torch.Generator().manual_seed(0))
     am = torch.ones(2, 40, dtype=torch.long)
     am[1, :5] = 0                                                     # a left-padded row
-    full = llada(x, am)                                              # (B, L, V)
-    run = lk.cache.cache_pass(llada)
-    raw, kv = run(x, am)
-    assert torch.allclose(raw, full, atol=1e-5)
+    run = lk.cache.cache_pass(family_lm)
+    full, _ = run(x, am)                                             # (B, L, V), unshifted
+    assert torch.allclose(full[:, 5:], family_lm.net(x, am)[:, 5:] if family_lm.family.shift_logits
+                          else family_lm(x, am)[:, 5:], atol=1e-5)
+    _, kv = run(x, am)
     kv = [(k.clone(), v.clone()) for k, v in kv]
     window, _ = run(x[:, 17:25], am, past=kv, start=17, write=write)
     assert torch.allclose(window, full[:, 17:25], atol=1e-5)
 
 
 @pytest.mark.parametrize("wrapper", [PrefixCache, DualCache])
-def test_llada_family_decodes_with_the_caches(llada, wrapper):
-    """The first step of each block is exact; the cached run stays close to the uncached one (the
-    reused K/V are the block's first step's: Fast-dLLM's approximation) and in-place equals
-    allocating."""
+def test_families_decode_with_the_caches(family_lm, wrapper):
+    """The first step is exact (the reused K/V are the block's first step's, Fast-dLLM's
+    approximation, so later steps may differ from an uncached run); in-place equals allocating."""
     prompts = ["to be or not", "that is the question whether tis"]
     kw = dict(gen_length=32, block_length=8, steps=32)
-    base = lk.generate(llada, prompts, **kw)
-    cached = lk.generate(wrapper(llada), prompts, **kw)
-    same_run(cached, lk.generate(wrapper(llada, inplace=False), prompts, **kw))
+    base = lk.generate(family_lm, prompts, **kw)
+    fast = wrapper(family_lm)
+    cached = lk.generate(fast, prompts, **kw)
+    same_run(cached, lk.generate(wrapper(family_lm, inplace=False), prompts, **kw))
     assert torch.equal(base.trace[0].tokens, cached.trace[0].tokens)
-    assert (cached.ids == base.ids).float().mean() > 0.5
+    assert cached.stats["nfe"] == 32 and not (cached.ids == family_lm.mask_id).any()
+    assert fast.full_passes == 4 and fast.window_passes == 28
 
 
 def test_a_network_without_a_cache_pass_is_refused(toy):

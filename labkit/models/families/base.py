@@ -41,6 +41,7 @@ class Family:
     context_keys: ClassVar[tuple[str, ...]] = ("max_position_embeddings",)
     default_sampler: ClassVar[str | None] = None   # a registry name the lab opens this family with
     memory: ClassVar[str] = ""                # weights in bf16 of the published sizes, for README
+    shift_logits: ClassVar[bool] = False      # the network's hidden i - 1 predicts token i (Dream)
 
     def claims(self, config: dict) -> bool:
         raise NotImplementedError

@@ -43,17 +43,28 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(d, kv_heads * hd)
         self.o_proj = nn.Linear(heads * hd, d, bias=False)
 
-    def forward(self, h: Tensor, cos: Tensor, sin: Tensor, keys: Tensor | None) -> Tensor:
-        """h (B, L, d); keys (B, 1, L, L) bool, True where a query may see a key, or None for all."""
+    def forward(self, h: Tensor, cos: Tensor, sin: Tensor, keys: Tensor | None, past=None, start: int = 0,
+                write: bool = False) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """h (B, W, d) at positions start .. start+W-1; keys (B, 1, W, L) bool, True where a query may
+        see a key, or None for all; past: this layer's (K, V), each (B, KV, L, hd), of an earlier pass
+        over all L positions, whose window the fresh ones replace (new tensors, or with `write` in
+        `past` itself). Returns the output (B, W, d) and the (K, V) used (before the GQA repeat)."""
         b, n, _ = h.shape
-        q = self.q_proj(h).view(b, n, self.heads, self.hd).transpose(1, 2)      # (B, H, L, hd)
-        k = self.k_proj(h).view(b, n, self.kv_heads, self.hd).transpose(1, 2)   # (B, KV, L, hd)
-        v = self.v_proj(h).view(b, n, self.kv_heads, self.hd).transpose(1, 2)   # (B, KV, L, hd)
+        q = self.q_proj(h).view(b, n, self.heads, self.hd).transpose(1, 2)      # (B, H, W, hd)
+        k = self.k_proj(h).view(b, n, self.kv_heads, self.hd).transpose(1, 2)   # (B, KV, W, hd)
+        v = self.v_proj(h).view(b, n, self.kv_heads, self.hd).transpose(1, 2)   # (B, KV, W, hd)
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        rep = self.heads // self.kv_heads
+        if past is not None and write:
+            past[0][:, :, start:start + n].copy_(k)
+            past[1][:, :, start:start + n].copy_(v)
+            k, v = past
+        elif past is not None:
+            k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + n:]], dim=2)    # (B, KV, L, hd)
+            v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + n:]], dim=2)
+        kv, rep = (k, v), self.heads // self.kv_heads
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)  # (B, H, L, hd)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keys)          # (B, H, L, hd)
-        return self.o_proj(out.transpose(1, 2).reshape(b, n, self.heads * self.hd))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keys)          # (B, H, W, hd)
+        return self.o_proj(out.transpose(1, 2).reshape(b, n, self.heads * self.hd)), kv
 
 
 class Layer(nn.Module):
@@ -69,12 +80,13 @@ class Layer(nn.Module):
         self.mlp.up_proj = nn.Linear(d, c["intermediate_size"], bias=False)
         self.mlp.down_proj = nn.Linear(c["intermediate_size"], d, bias=False)
 
-    def forward(self, h: Tensor, cos: Tensor, sin: Tensor, keys: Tensor | None, real: Tensor | None) -> Tensor:
-        """h (B, L, d); real (B, L, 1) 1 on real tokens, 0 on pads (their attention output is zero)."""
-        att = self.self_attn(self.input_layernorm(h), cos, sin, keys)
+    def forward(self, h: Tensor, cos: Tensor, sin: Tensor, keys: Tensor | None, real: Tensor | None, past=None,
+                start: int = 0, write: bool = False) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """h (B, W, d); real (B, W, 1) 1 on real tokens, 0 on pads (their attention output is zero)."""
+        att, kv = self.self_attn(self.input_layernorm(h), cos, sin, keys, past, start, write)
         h = h + (att if real is None else att * real)
         x, m = self.post_attention_layernorm(h), self.mlp
-        return h + m.down_proj(F.silu(m.gate_proj(x)) * m.up_proj(x))
+        return h + m.down_proj(F.silu(m.gate_proj(x)) * m.up_proj(x)), kv
 
 
 class DreamNet(nn.Module):
@@ -103,22 +115,32 @@ class DreamNet(nn.Module):
                 position_ids: Tensor | None = None) -> Tensor:
         """input_ids (B, L), attention_mask (B, L) {0 pad, 1 token} → logits (B, L, V), where position i's
         logits predict token i + 1 (the AR convention Dream was initialised with)."""
+        return self.run(input_ids, attention_mask, position_ids=position_ids)[0]
+
+    def run(self, input_ids: Tensor, attention_mask: Tensor | None = None, past=None, start: int = 0,
+            write: bool = False, position_ids: Tensor | None = None) -> tuple[Tensor, list]:
+        """Raw logits of positions start .. start+W-1 (input_ids (B, W)) and every layer's (K, V): the
+        KV-cache pass of labkit.models.kv_cache. attention_mask and position_ids cover all L positions
+        (B, L); without `past` the window is the whole sequence."""
         b, n = input_ids.shape
+        L = n if past is None else past[0][0].shape[2]
         keys = real = None
         if attention_mask is not None and not attention_mask.bool().all():
-            valid = attention_mask.bool()                                        # (B, L)
+            valid = attention_mask.bool()[:, :L]                                 # (B, L)
             if position_ids is None:                                             # Dream's sampler: pads at 1
                 position_ids = (valid.long().cumsum(-1) - 1).masked_fill(~valid, 1)
-            keys = (valid[:, None, :] | ~valid[:, :, None])[:, None]             # (B, 1, L, L); pad rows see all
-            real = valid[:, :, None]                                             # (B, L, 1): then zeroed
+            keys = (valid[:, None, :] | ~valid[:, :, None])[:, None, start:start + n]   # (B, 1, W, L); pad rows see all
+            real = valid[:, start:start + n, None]                               # (B, W, 1): then zeroed
         if position_ids is None:
-            position_ids = torch.arange(n, device=input_ids.device).expand(b, n)
-        h = self.model.embed_tokens(input_ids)                                   # (B, L, d)
-        cos, sin = self.rope(position_ids, h.dtype)
+            position_ids = torch.arange(L, device=input_ids.device).expand(b, L)
+        h = self.model.embed_tokens(input_ids)                                   # (B, W, d)
+        cos, sin = self.rope(position_ids[:, start:start + n], h.dtype)
         real = None if real is None else real.to(h.dtype)
-        for layer in self.model.layers:
-            h = layer(h, cos, sin, keys, real)
-        return self.lm_head(self.model.norm(h))                                  # (B, L, V)
+        kvs = []
+        for i, layer in enumerate(self.model.layers):
+            h, kv = layer(h, cos, sin, keys, real, None if past is None else past[i], start, write)
+            kvs.append(kv)
+        return self.lm_head(self.model.norm(h)), kvs                             # (B, W, V)
 
 
 def _file(path, name: str) -> Path | None:
@@ -159,6 +181,7 @@ class Dream(Family):
     noise = "mask"
     context_keys = ("max_position_embeddings",)   # 131072 in config; Dream's README calls 2048 its effective context
     memory = "Dream-v0 7B: 15.2 GB (7.6B parameters)"
+    shift_logits = True     # hidden state i - 1 gives the logits of token i (forward shifts; caches too)
 
     def claims(self, config: dict) -> bool:
         return config.get("model_type") in ("Dream", "dream")
@@ -208,6 +231,12 @@ class Dream(Family):
         position 0 keeping its own (as Dream's sampler does)."""
         raw = net(x, attention_mask)                                             # (B, L, V), i predicts i + 1
         return torch.cat((raw[:, :1], raw[:, :-1]), dim=1)
+
+    def run(self, net, x, attention_mask, past=None, start: int = 0, write: bool = False):
+        """The KV-cache pass (labkit.models.kv_cache): x (B, W) at positions start .. start+W-1 →
+        raw logits (B, W, V) (unshifted: the cache shifts them, as `shift_logits` says) and every
+        layer's (K, V)."""
+        return net.run(x, attention_mask, past=past, start=start, write=write)
 
 
 from . import register  # noqa: E402  (registered once the class exists)
