@@ -139,6 +139,7 @@ def comparisons(lm, compile_mode: str | None, official: dict, repeats: int, log)
     from dataclasses import replace
 
     from gpu_reference import compare
+
     from labkit.accel import compiled
     from labkit.training.prompts import long_prompts
 

@@ -205,7 +205,7 @@ class _Run:
 
 def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_length: int, steps: int,
              cfg_scale: float, eos_early_stop: bool, penalty_lambda: float, generator, seed, controls,
-             accel: Accel = Accel()) -> _Run:
+             accel: Accel | None = None) -> _Run:
     """Check every knob, then lay out the canvas: prompts left-padded to P tokens, gen_length
     masks after them, controls' fixed text written and frozen."""
     encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale, penalty_lambda)
@@ -228,7 +228,7 @@ def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_l
     return _Run(lm=lm, sampler=sampler, controls=controls, canvas=canvas, model=model, x=x, frozen=frozen,
                 prompt_len=P, num_blocks=num_blocks, block_length=block_length,
                 steps_per_block=steps // num_blocks, eos_early_stop=eos_early_stop, generator=generator,
-                done=torch.zeros(B, dtype=torch.bool, device=x.device), accel=accel)
+                done=torch.zeros(B, dtype=torch.bool, device=x.device), accel=check_accel(accel))
 
 
 def _generator(lm: Denoiser, generator: torch.Generator | None, seed) -> torch.Generator:

@@ -2,14 +2,14 @@
 forwards) each leave what is decoded unchanged, and the loop reads the device as little as claimed.
 On the CPU the host reads a GPU would wait for are counted with a TorchFunctionMode."""
 import pytest
+import test_family_dream as dream_fixture
 import torch
+from test_family_llada import tiny_config, tiny_weights, write_checkpoint
 from torch.overrides import TorchFunctionMode
 
 import labkit as lk
 from labkit.accel import Accel, compiled
 from labkit.models.kv_cache import DualCache, PrefixCache
-import test_family_dream as dream_fixture
-from test_family_llada import tiny_config, tiny_weights, write_checkpoint
 
 PROMPTS = ["ROMEO:\n", "JULIET: O Romeo, Romeo"]            # two lengths: a left-padded batch
 KNOBS = dict(gen_length=64, block_length=32, steps=64)

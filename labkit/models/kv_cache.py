@@ -32,6 +32,19 @@ import torch
 from .handle import Denoiser, Wrapper
 
 
+def window_kv(past, k: torch.Tensor, v: torch.Tensor, start: int, write: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """One layer's keys and values for a window pass: past (K, V), each (B, heads, L, hd), with the
+    window's fresh k, v (B, heads, W, hd) in place of positions start .. start+W-1: in new tensors,
+    or with `write` copied into `past` itself (no allocation). Every network's cache pass uses it."""
+    W = k.shape[2]
+    if write:
+        past[0][:, :, start:start + W].copy_(k)
+        past[1][:, :, start:start + W].copy_(v)
+        return past[0], past[1]
+    return (torch.cat([past[0][:, :, :start], k, past[0][:, :, start + W:]], dim=2),       # (B, heads, L, hd)
+            torch.cat([past[1][:, :, :start], v, past[1][:, :, start + W:]], dim=2))
+
+
 def cache_pass(lm: Denoiser):
     """The network's KV-cache pass, run(x, attention_mask, past=None, start=0, write=False) →
     (unshifted logits (B, W, V), per-layer (K, V)): a family's own (LLaDA's) or a labkit network's;

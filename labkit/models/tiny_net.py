@@ -16,6 +16,8 @@ from torch import nn
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import MaskedLMOutput
 
+from .kv_cache import window_kv
+
 
 class TinyDLMConfig(PretrainedConfig):
     model_type = "labkit-tiny-dlm"
@@ -77,13 +79,8 @@ class Attention(nn.Module):
         B, W, D = x.shape
         q, k, v = self.qkv(x).view(B, W, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)  # 3×(B, H, W, hd)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if past is not None and write:
-            past[0][:, :, start:start + W].copy_(k)
-            past[1][:, :, start:start + W].copy_(v)
-            k, v = past
-        elif past is not None:
-            k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + W:]], dim=2)    # (B, H, L, hd)
-            v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + W:]], dim=2)
+        if past is not None:
+            k, v = window_kv(past, k, v, start, write)                                     # (B, H, L, hd)
         elif attn_mask is not None and self.is_causal:          # pad mask and causal mask together
             attn_mask = attn_mask & torch.ones(W, W, dtype=torch.bool, device=x.device).tril()
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..kv_cache import window_kv
 from .base import Family, FamilyError, dispatch, plan
 
 
@@ -54,13 +55,8 @@ class Attention(nn.Module):
         k = self.k_proj(h).view(b, n, self.kv_heads, self.hd).transpose(1, 2)   # (B, KV, W, hd)
         v = self.v_proj(h).view(b, n, self.kv_heads, self.hd).transpose(1, 2)   # (B, KV, W, hd)
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        if past is not None and write:
-            past[0][:, :, start:start + n].copy_(k)
-            past[1][:, :, start:start + n].copy_(v)
-            k, v = past
-        elif past is not None:
-            k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + n:]], dim=2)    # (B, KV, L, hd)
-            v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + n:]], dim=2)
+        if past is not None:
+            k, v = window_kv(past, k, v, start, write)                                     # (B, KV, L, hd)
         kv, rep = (k, v), self.heads // self.kv_heads
         k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)  # (B, H, L, hd)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=keys)          # (B, H, W, hd)

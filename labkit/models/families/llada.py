@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..kv_cache import window_kv
 from . import register
 from .base import Family, FamilyError, dispatch, plan
 
@@ -104,13 +105,8 @@ class Block(nn.Module):
         q, k, v = (p(n).view(B, W, -1, self.s.d // self.s.heads).transpose(1, 2)       # (B, heads, W, hd)
                    for p in (self.q_proj, self.k_proj, self.v_proj))
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-        if past is not None and write:
-            past[0][:, :, start:start + W].copy_(k)
-            past[1][:, :, start:start + W].copy_(v)
-            k, v = past
-        elif past is not None:
-            k = torch.cat([past[0][:, :, :start], k, past[0][:, :, start + W:]], dim=2)      # (B, kv, L, hd)
-            v = torch.cat([past[1][:, :, :start], v, past[1][:, :, start + W:]], dim=2)
+        if past is not None:
+            k, v = window_kv(past, k, v, start, write)                                     # (B, kv, L, hd)
         kv = (k, v)
         if self.s.kv_heads != self.s.heads:
             k, v = (t.repeat_interleave(self.s.heads // self.s.kv_heads, dim=1) for t in (k, v))
