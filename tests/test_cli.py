@@ -283,3 +283,21 @@ def test_output_paths_do_what_they_say(tmp_path, capsys):
     assert f"trace written to {tmp_path / 'run.npz'}" in err and (tmp_path / "run.npz").is_file()
     assert f"written to {tmp_path / 'view.html'}" in err and (tmp_path / "view.html").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.npz", "view.html"]
+
+
+def test_generate_on_the_gpu_path_writes_the_same_text(capsys):
+    args = ["generate", "--model", "tiny", "--steps", "32", "--gen-length", "32", "ROMEO:"]
+    assert main(args) == 0 and main(args + ["--gpu-path"]) == 0
+    out, err = capsys.readouterr()
+    plain, fast = out.split("ROMEO:\n")[1:]
+    assert plain == fast and err.count("NFE 32") == 2
+
+
+def test_generate_with_a_kv_cache(capsys):
+    assert main(["generate", "--model", "tiny", "--cache", "dual", "--gpu-path", "--gen-length", "64",
+                 "--block-length", "16", "--steps", "64", "ROMEO:"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("ROMEO:\n") and "NFE 64" in err
+    assert main(["generate", "--model", "tiny-ar", "--cache", "prefix", "ROMEO:"]) == 2
+    err = capsys.readouterr().err
+    assert "for masked diffusion models" in err and "Traceback" not in err

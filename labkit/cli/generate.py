@@ -52,10 +52,17 @@ def sampler_args(g) -> None:
     g.add_argument("--penalty-lambda", type=float, default=0.0, help="anti-stutter penalty (SGLang)")
     g.add_argument("--cfg-scale", type=float, default=0.0)
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--cache", choices=["none", "prefix", "dual"], default="none",
+                   help="Fast-dLLM's block KV cache (labkit.models.kv_cache; masked models with a KV-cache pass)")
+    g.add_argument("--gpu-path", action="store_true", help="lk.Accel.GPU: no per-step device reads or timing "
+                   "(same tokens; steps are not timed one by one)")
+    g.add_argument("--compile", choices=["none", "default", "reduce-overhead", "max-autotune"], default="none",
+                   help="torch.compile the forward pass (reduce-overhead: CUDA graphs on a GPU; same tokens)")
 
 
 def run(a) -> int:
     from .. import defaults
+    from ..accel import Accel
     from ..decode import generate
 
     # everything that needs no model is checked first, so bad input fails before the model loads
@@ -69,10 +76,11 @@ def run(a) -> int:
     if a.chat:
         from ..decode import chat_text
         prompt = chat_text(lm, [{"role": "user", "content": a.prompt}])
+    model = fast_model(lm, a.cache, a.compile)
     t0 = time.perf_counter()
-    out = generate(lm, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
+    out = generate(model, prompt, sampler, gen_length=a.gen_length, block_length=a.block_length,
                    steps=a.steps, cfg_scale=a.cfg_scale, seed=a.seed, eos_early_stop=a.eos_early_stop,
-                   penalty_lambda=a.penalty_lambda, controls=controls)
+                   penalty_lambda=a.penalty_lambda, controls=controls, accel=Accel.GPU if a.gpu_path else None)
     seconds = time.perf_counter() - t0
     print(prompt + out.text)
     print(f"--- NFE {out.stats['nfe']} · {out.stats['gen_tokens']} tokens · "
@@ -87,6 +95,17 @@ def run(a) -> int:
     if trace_path:
         print(f"trace written to {out.trace.save(trace_path)}", file=sys.stderr)
     return 0
+
+
+def fast_model(lm, cache: str, compile_mode: str):
+    """The model behind --cache and --compile: a KV-cache wrapper (compiled passes) or a compiled forward."""
+    from ..accel import compiled
+    from ..models.kv_cache import DualCache, PrefixCache
+
+    mode = None if compile_mode == "none" else compile_mode
+    if cache != "none":
+        return {"prefix": PrefixCache, "dual": DualCache}[cache](lm, compile=mode)
+    return lm if mode is None else compiled(lm, mode)
 
 
 def rule_before_load(a):
