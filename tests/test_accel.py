@@ -3,6 +3,7 @@ forwards) each leave what is decoded unchanged, and the loop reads the device as
 On the CPU the host reads a GPU would wait for are counted with a TorchFunctionMode."""
 import pytest
 import test_family_dream as dream_fixture
+import test_family_llada_moe as moe_fixture
 import torch
 from test_family_llada import tiny_config, tiny_weights, write_checkpoint
 from torch.overrides import TorchFunctionMode
@@ -141,7 +142,15 @@ def dream(tmp_path_factory):
     return lk.load(str(folder))
 
 
-@pytest.fixture(params=["llada", "dream"])
+@pytest.fixture(scope="module")
+def llada_moe(tmp_path_factory):
+    """A tiny LLaDA-MoE checkpoint in the published format (routed experts, q/k norms)."""
+    cfg = moe_fixture.tiny_config(max_position_embeddings=128)
+    folder = moe_fixture.write_checkpoint(tmp_path_factory.mktemp("moe"), cfg, moe_fixture.tiny_weights(cfg, seed=0))
+    return lk.load(str(folder))
+
+
+@pytest.fixture(params=["llada", "llada_moe", "dream"])
 def family_lm(request):
     return request.getfixturevalue(request.param)
 

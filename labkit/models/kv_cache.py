@@ -15,7 +15,7 @@ block's first-step logits: rules that read only the active block (all of labkit'
 DraftEdit's multi-block editing) see fresh values.
 
 The loop tells the wrapper where each block starts (`begin_block`); any rule and any control work
-unchanged. Needs a network with a KV-cache pass (labkit's TinyDLM, the LLaDA and Dream families); masked
+unchanged. Needs a network with a KV-cache pass (labkit's TinyDLM, the LLaDA, LLaDA-MoE and Dream families); masked
 models only. By default (`inplace=True`) the K/V live in one buffer per layer for the whole run:
 each block's full pass and each window pass write their fresh keys and values into it, so a step
 allocates no K/V and the buffers keep their addresses (what CUDA graphs need).
@@ -69,7 +69,7 @@ class _BlockCache(Wrapper):
         self._run = cache_pass(lm)
         if self._run is None:
             raise ValueError(f"{type(self).__name__} needs a network with a KV-cache pass (labkit's TinyDLM, "
-                             f"the LLaDA or Dream family); {lm.name!r} is {type(lm.net).__name__}")
+                             f"the LLaDA, LLaDA-MoE or Dream family); {lm.name!r} is {type(lm.net).__name__}")
         super().__init__(lm)
         if compile is not None:
             from ..accel import COMPILE_MODES

@@ -63,6 +63,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..kv_cache import window_kv
 from . import register
 from .base import Family, FamilyError, config_fields, dispatch, plan
 from .llada import weight_files
@@ -162,8 +163,11 @@ class Attention(nn.Module):
             self.q_norm, self.k_norm = RMSNorm(self.hd, cfg.rms_norm_eps), RMSNorm(self.hd, cfg.rms_norm_eps)
         self.qk_norm, self.clip = cfg.qk_layernorm, cfg.clip_qkv
 
-    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], bias: Tensor | None) -> Tensor:
-        """x (B, L, d), rope cos/sin (B, 1, L, rot) fp32, bias (B, 1, 1, L) additive or None → (B, L, d)."""
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], bias: Tensor | None, past=None, start: int = 0,
+                write: bool = False) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """x (B, W, d) at positions start .. start+W-1, rope cos/sin (B, 1, W, rot) fp32, bias (B, 1, 1, L)
+        additive or None; past: this layer's (K, V) (B, kv, L, hd) of a pass over all L positions, the
+        window's replacing theirs (labkit.models.kv_cache.window_kv) → (B, W, d) and the (K, V) used."""
         B, L, _ = x.shape
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         if self.clip is not None:
@@ -173,10 +177,13 @@ class Attention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)                                   # per head, over hd
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))                            # (B, h|kv, L, hd)
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        if past is not None:
+            k, v = window_kv(past, k, v, start, write)                                # (B, kv, L, hd)
+        kv = (k, v)
         if self.kv != self.h:
             k, v = (t.repeat_interleave(self.h // self.kv, dim=1) for t in (k, v))
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=False, scale=self.hd ** -0.5)
-        return self.o_proj(out.transpose(1, 2).reshape(B, L, self.h * self.hd))
+        return self.o_proj(out.transpose(1, 2).reshape(B, L, self.h * self.hd)), kv
 
 
 class MoE(nn.Module):
@@ -222,11 +229,13 @@ class DecoderLayer(nn.Module):
         if cfg.shared_expert_intermediate_size and cfg.is_moe(i):             # upstream: MoE layers only
             self.shared_expert = MLP(cfg.hidden_size, cfg.shared_expert_intermediate_size)
 
-    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], bias: Tensor | None) -> Tensor:   # (B, L, d)
-        h = x + self.self_attn(self.input_layernorm(x), rope, bias)
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], bias: Tensor | None, past=None, start: int = 0,
+                write: bool = False) -> tuple[Tensor, tuple[Tensor, Tensor]]:                # (B, W, d)
+        a, kv = self.self_attn(self.input_layernorm(x), rope, bias, past, start, write)
+        h = x + a
         n = self.post_attention_layernorm(h)
         y = self.mlp(n)
-        return h + (y + self.shared_expert(n) if hasattr(self, "shared_expert") else y)
+        return h + (y + self.shared_expert(n) if hasattr(self, "shared_expert") else y), kv
 
 
 class Backbone(nn.Module):
@@ -254,16 +263,27 @@ class LLaDAMoENet(nn.Module):
                 position_ids: Tensor | None = None) -> Tensor:
         """input_ids (B, L), attention_mask (B, L) {0 pad, 1 token}, position_ids (B, L) (default
         0..L-1) → logits (B, L, V), position i predicting token i."""
-        B, L = input_ids.shape
-        x = self.model.embed_tokens(input_ids)                                      # (B, L, d)
-        pos = torch.arange(L, device=x.device).expand(B, L) if position_ids is None else position_ids
+        return self.run(input_ids, attention_mask, position_ids=position_ids)[0]
+
+    def run(self, input_ids: Tensor, attention_mask: Tensor | None = None, past=None, start: int = 0,
+            write: bool = False, position_ids: Tensor | None = None) -> tuple[Tensor, list]:
+        """Logits of positions start .. start+W-1 (input_ids (B, W)) and every layer's (K, V): the
+        KV-cache pass of labkit.models.kv_cache. attention_mask and position_ids cover all L
+        positions (B, L); without `past` the window is the whole sequence."""
+        B, W = input_ids.shape
+        x = self.model.embed_tokens(input_ids)                                      # (B, W, d)
+        pos = (torch.arange(start, start + W, device=x.device).expand(B, W) if position_ids is None
+               else position_ids[:, start:start + W])
         rope = rotary(pos, self.rotary_dim, self.config.rope_theta)
         bias = None
         if attention_mask is not None:                                              # pad keys get -inf-like scores
-            bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * torch.finfo(x.dtype).min
-        for layer in self.model.layers:
-            x = layer(x, rope, bias)
-        return self.lm_head(self.model.norm(x))
+            L = W if past is None else past[0][0].shape[2]
+            bias = (1.0 - attention_mask[:, None, None, :L].to(x.dtype)) * torch.finfo(x.dtype).min
+        kvs = []
+        for i, layer in enumerate(self.model.layers):
+            x, kv = layer(x, rope, bias, None if past is None else past[i], start, write)
+            kvs.append(kv)
+        return self.lm_head(self.model.norm(x)), kvs
 
 
 # ------------------------------------------------------------------------------------------ weights
@@ -348,6 +368,12 @@ class LLaDAMoE(Family):
     def forward(self, net, x, attention_mask):
         pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
         return net(x, attention_mask=attention_mask, position_ids=pos)
+
+    def run(self, net, x, attention_mask, past=None, start: int = 0, write: bool = False):
+        """The KV-cache pass (labkit.models.kv_cache): x (B, W) at positions start .. start+W-1,
+        attention_mask (B, L) or None → logits (B, W, V) and every layer's (K, V)."""
+        pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
+        return net.run(x, attention_mask, past=past, start=start, write=write, position_ids=pos)
 
     def __repr__(self) -> str:
         return (f"LLaDAMoE(official_positions={self.official_positions}, renormalize={self.renormalize}, "
