@@ -140,9 +140,13 @@ def test_the_official_loops_table_is_the_committed_measurement():
     section = README.split("**At the GPU's pace.**", 1)[1].split("**conda.**", 1)[0]
     assert f"{r['params']:,} parameters" in section and f"a {c['prompt_tokens']}-token prompt" in section
     assert f"{c['gen_length']} tokens in blocks of {c['block_length']}" in section
-    rows = [ln for ln in section.splitlines() if ln.startswith("| `")]
-    assert len(rows) == len(c["pairs"]) == 6
-    for row in rows:
-        official, mine, same, ratio = [x.strip().strip("`") for x in row.strip("|").split("|")]
-        p = c["pairs"][official]
-        assert (mine, same, ratio) == (p["labkit"], "yes" if p["identical"] else "no", f"{p['speedup']:.2f}"), row
+    zh = (Path(__file__).resolve().parents[1] / "docs" / "README.zh-CN.md").read_text()
+    zh = zh.split("**让 GPU 跑满。**", 1)[1].split("**conda。**", 1)[0]
+    assert f"{r['params']:,} 个参数" in zh
+    for text, yes, no in ((section, "yes", "no"), (zh, "是", "否")):
+        rows = [ln for ln in text.splitlines() if ln.startswith("| `")]
+        assert len(rows) == len(c["pairs"]) == 6
+        for row in rows:
+            official, mine, same, ratio = [x.strip().strip("`") for x in row.strip("|").split("|")]
+            p = c["pairs"][official]
+            assert (mine, same, ratio) == (p["labkit"], yes if p["identical"] else no, f"{p['speedup']:.2f}"), row
