@@ -3,6 +3,7 @@ a word-level tokenizer with the family's special tokens, and the checks every fa
 (load, decode with three rules and a control, draw a heatmap, batch invariance)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -11,6 +12,23 @@ import labkit as lk
 
 WORDS = ("to be or not that is the question whether tis nobler in mind suffer slings and arrows of "
          "outrageous fortune take arms against a sea troubles by opposing end them die sleep no more").split()
+
+
+def save_weights(folder: Path, weights: dict, shards: int = 1) -> None:
+    """weights as model.safetensors, or as `shards` files named by model.safetensors.index.json."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if shards == 1:
+        save_file(weights, str(folder / "model.safetensors"))
+        return
+    names, weight_map = sorted(weights), {}
+    for s in range(shards):
+        file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: weights[n] for n in names[s::shards]}
+        save_file(part, str(folder / file))
+        weight_map |= dict.fromkeys(part, file)
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
 
 
 def save_tokenizer(folder: Path, specials: dict[str, int], vocab_size: int, *, mask: str | None = None,

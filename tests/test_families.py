@@ -81,6 +81,39 @@ def test_bad_checkpoints_are_refused_in_one_line(tmp_path, break_it, message):
         lk.load(str(folder))
 
 
+def test_special_ids_read_every_eos_id_and_a_nested_text_config(tmp_path):
+    from transformers import AutoTokenizer
+
+    from labkit.models.families import detect
+    from labkit.models.load import _special_ids, config_ids
+
+    save_tokenizer(tmp_path, SPECIALS, 96, mask="[MASK]")                 # no eos, no pad token: the config decides
+    tok = AutoTokenizer.from_pretrained(tmp_path)
+    gemma = {"model_type": "diffusion_gemma", "eos_token_id": [1, 106],   # DiffusionGemma's published shape
+             "text_config": {"bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0}}
+    assert config_ids(gemma, "eos_token_id") == [1, 106] and config_ids(gemma, "pad_token_id") == [0]
+    ids = _special_ids("gemma", detect(gemma), gemma, tok)
+    assert (ids["eos_id"], ids["pad_id"], ids["extra_stop_ids"]) == (1, 0, (106,))
+    bare = {"model_type": "bert"}
+    assert _special_ids("eos only", detect(bare), {**bare, "eos_token_id": 2}, tok)["pad_id"] == 2
+    assert _special_ids("nested", detect(bare), {**bare, "text_config": {"pad_token_id": 3}}, tok)["pad_id"] == 3
+    with pytest.raises(ValueError, match=r"^model 'bare': neither pad_token_id nor eos_token_id is set "
+                                         r"\(tokenizer or config\.json\).*set pad_token_id in config\.json"):
+        _special_ids("bare", detect(bare), bare, tok)
+
+
+def test_a_checkpoint_with_neither_a_pad_nor_an_eos_id_is_refused(tmp_path):
+    folder = bert(tmp_path / "bare")
+    for f in folder.glob("*token*"):
+        f.unlink()
+    save_tokenizer(folder, SPECIALS, 96, mask="[MASK]")
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({k: v for k, v in cfg.items() if k not in ("pad_token_id",
+                                                                                              "eos_token_id")}))
+    with pytest.raises(ValueError, match="neither pad_token_id nor eos_token_id is set"):
+        lk.load(str(folder))
+
+
 def test_a_headless_checkpoint_is_refused(tmp_path):
     with pytest.raises(ValueError, match="headless or classification checkpoint"):
         lk.load(str(bert(tmp_path / "headless", head=False)))

@@ -11,8 +11,9 @@ pytest.importorskip("transformers.models.diffusion_gemma")
 
 import labkit as lk  # noqa: E402
 from labkit.models.families import detect  # noqa: E402
-from labkit.models.families.diffusion_gemma import DIFFUSION_GEMMA, DraftRecorder, generate_recorded  # noqa: E402
+from labkit.models.families.diffusion_gemma import DIFFUSION_GEMMA  # noqa: E402
 from labkit.models.load import load, toy  # noqa: E402
+from labkit.recorded import DraftRecorder, generate_recorded  # noqa: E402
 
 V, CANVAS = 64, 4
 SPECIALS = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<mask>": 4}
@@ -57,9 +58,17 @@ def test_the_family_claims_it_and_builds_the_class_with_the_head(lm):
     assert lm(torch.tensor([[2, 5, 6]])).shape == (1, 3, V)
 
 
-def test_the_mask_loop_refuses_it(lm):
+def test_lk_generate_runs_the_recorder_and_the_mask_loop_refuses_it(lm):
+    out = lk.generate(lm, "to be or not", gen_length=2 * CANVAS, block_length=CANVAS, steps=10, seed=3)
+    same = generate_recorded(lm, "to be or not", seed=3, max_new_tokens=2 * CANVAS, max_denoising_steps=5)
+    assert torch.equal(out.ids, same.ids) and out.texts == same.texts and len(out.trace) == len(same.trace)
+    for knobs, word in ((dict(block_length=2 * CANVAS), "block_length must be 4"), (dict(steps=9), "steps must be"),
+                        (dict(cfg_scale=1.0), "cfg_scale cannot be honoured"),
+                        (dict(sampler="threshold"), "sampler cannot be honoured")):
+        with pytest.raises(ValueError, match=word):
+            lk.generate(lm, "to be", **{"gen_length": 2 * CANVAS, "block_length": CANVAS, "steps": 8, **knobs})
     with pytest.raises(ValueError, match="generate_recorded"):
-        lk.generate(lm, "to be or not", gen_length=8, block_length=4, steps=8)
+        lk.stream(lm, "to be or not", gen_length=8, block_length=4, steps=8)
 
 
 def test_recorded_run_equals_generate(lm):
@@ -76,7 +85,7 @@ def test_recorded_run_equals_generate(lm):
 
 def test_records_match_the_drafts_received(lm):
     recorder = DraftRecorder()
-    from labkit.models.families.diffusion_gemma import _records, _run
+    from labkit.recorded import _records, _run
 
     ids = torch.tensor([lm.encode("to be or not")])
     with torch.random.fork_rng():
@@ -113,3 +122,24 @@ def test_a_batch_and_a_wrong_model(lm):
     assert out.ids.shape[0] == 2 and torch.equal(out.trace.final.long(), out.sequences)
     with pytest.raises(ValueError, match="use labkit.generate"):
         generate_recorded(toy(), "to be")
+
+
+def test_the_published_configs_end_of_turn_stops_and_its_text_config_pad_id_is_read(folder, tmp_path):
+    """The published config.json keeps eos_token_id [1, 106] (106: end of turn) at the top level and pad_token_id
+    only in text_config; with a tokenizer that names no pad token, both come from there. (106 lies outside this
+    tiny vocabulary: what is checked is which ids the handle stops at.)"""
+    import json
+    import shutil
+
+    published = tmp_path / "published"
+    shutil.copytree(folder, published)
+    for f in published.glob("*token*"):
+        f.unlink()
+    save_tokenizer(published, SPECIALS, V, mask="<mask>", eos="<eos>")
+    cfg = json.loads((published / "config.json").read_text())
+    assert "pad_token_id" not in cfg and cfg["text_config"]["pad_token_id"] == 0
+    (published / "config.json").write_text(json.dumps({**cfg, "eos_token_id": [1, 106]}))
+    lm = load(str(published))
+    assert lm.tokenizer.pad_token_id is None and lm.pad_id == 0
+    assert lm.eos_id == 1 and lm.stop_ids == (1, 106)
+    assert lm.decode([5, 106, 6]) == lm.decode([5, 6])

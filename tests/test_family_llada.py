@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from families_common import check_family, save_tokenizer
-from safetensors.torch import save_file
+from families_common import check_family, save_tokenizer, save_weights
 
 import labkit.models.families.llada  # noqa: F401  (registers the family until families/__init__ imports it)
 from labkit.models.families import FamilyError, detect
@@ -71,16 +70,7 @@ def write_checkpoint(folder: Path, cfg: dict, weights: dict, shards: int = 1) ->
                    pad="<|endoftext|>", chat_template=CHAT_TEMPLATE)
     tok_cfg = json.loads((folder / "tokenizer_config.json").read_text())
     (folder / "tokenizer_config.json").write_text(json.dumps({**tok_cfg, "bos_token": "<|startoftext|>"}))
-    if shards == 1:
-        save_file(weights, str(folder / "model.safetensors"))
-        return folder
-    names, weight_map = sorted(weights), {}
-    for s in range(shards):
-        file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-        part = {n: weights[n] for n in names[s::shards]}
-        save_file(part, str(folder / file))
-        weight_map.update(dict.fromkeys(part, file))
-    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    save_weights(folder, weights, shards)
     return folder
 
 

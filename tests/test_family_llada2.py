@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from families_common import check_family, save_tokenizer
-from safetensors.torch import save_file
+from families_common import check_family, save_tokenizer, save_weights
 
 import labkit as lk
 import labkit.models.families.llada2  # noqa: F401
@@ -69,16 +68,7 @@ def write_checkpoint(folder, sd=None, config=None, shards: int = 1) -> dict:
     sd = _weights() if sd is None else sd
     (folder / "config.json").write_text(json.dumps(config or CONFIG))
     save_tokenizer(folder, SPECIALS, V, mask="<|mask|>", eos="<|endoftext|>", pad="<|endoftext|>")
-    if shards == 1:
-        save_file(sd, str(folder / "model.safetensors"))
-        return sd
-    names, weight_map = sorted(sd), {}
-    for s in range(shards):
-        file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-        part = {n: sd[n] for n in names[s::shards]}
-        save_file(part, str(folder / file))
-        weight_map |= dict.fromkeys(part, file)
-    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    save_weights(folder, sd, shards)
     return sd
 
 
@@ -301,8 +291,8 @@ def test_a_wrong_parameter_name_is_a_clear_error(ckpt, tmp_path):
     sd = dict(ckpt[1])
     sd["model.layers.1.mlp.gate.bias"] = sd.pop("model.layers.1.mlp.gate.expert_bias")
     write_checkpoint(tmp_path, sd)
-    with pytest.raises(ValueError, match=r"lacks model\.layers\.1\.mlp\.gate\.expert_bias.*unexpected "
-                                         r"model\.layers\.1\.mlp\.gate\.bias"):
+    with pytest.raises(ValueError, match=r"lacks weights \(1: model\.layers\.1\.mlp\.gate\.expert_bias\).*"
+                                         r"unexpected weights \(1: model\.layers\.1\.mlp\.gate\.bias\)"):
         lk.load(str(tmp_path))
 
 

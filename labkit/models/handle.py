@@ -31,7 +31,7 @@ class Denoiser(Protocol):
     begin_block: Callable[[int, int], None] | None
 
     @property
-    def stop_ids(self) -> tuple[int, ...]: ...      # EOS and end-of-turn ids that end an answer
+    def stop_ids(self) -> tuple[int, ...]: ...      # EOS, end-of-turn and any other ids that end an answer
 
     @property
     def device(self) -> torch.device: ...
@@ -58,6 +58,7 @@ class DLM:
     max_length: int | None = None    # context length, when the model has one
     eot_id: int | None = None        # end-of-turn id of chat models (LLaDA's <|eot_id|>)
     family: Any = None               # a models.families.Family: how this checkpoint is called
+    extra_stop_ids: tuple[int, ...] = ()   # further ids that end an answer (a list-valued eos_token_id's)
     begin_block: ClassVar[None] = None   # a plain model keeps nothing between steps
 
     def __post_init__(self):
@@ -66,7 +67,7 @@ class DLM:
 
     @property
     def stop_ids(self) -> tuple[int, ...]:
-        return tuple(i for i in (self.eos_id, self.eot_id) if i is not None)
+        return tuple(dict.fromkeys(i for i in (self.eos_id, self.eot_id, *self.extra_stop_ids) if i is not None))
 
     @property
     def device(self) -> torch.device:

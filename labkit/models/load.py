@@ -192,7 +192,29 @@ def _tokenizer(source: str, path: Path, trust_remote_code: bool):
 
 
 def _special_ids(name: str, family, cfg: dict, tok) -> dict:
-    """mask, pad, EOS and end-of-turn ids, checked against each other."""
+    """mask, pad, EOS and end-of-turn ids, checked against each other, and every further id a list-valued
+    eos_token_id names (DiffusionGemma's [1, 106]: 106 ends a turn) as extra stop ids."""
+    mask_id = _mask_id(name, family, cfg, tok)
+    eos_ids = config_ids(cfg, "eos_token_id")
+    eos = tok.eos_token_id if tok.eos_token_id is not None else next(iter(eos_ids), None)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else next(iter(config_ids(cfg, "pad_token_id")), None)
+    pad = pad if pad is not None else eos
+    if pad is None:
+        raise ValueError(f"model {name!r}: neither pad_token_id nor eos_token_id is set (tokenizer or config.json), "
+                         f"so labkit has no id to pad a batch with; set pad_token_id in config.json or give the "
+                         f"tokenizer a pad token (tokenizer.pad_token = ...; tokenizer.save_pretrained)")
+    if mask_id is not None and pad == mask_id:
+        raise ValueError(f"model {name!r}: pad id equals mask id ({pad}); batching would break")
+    vocab = tok.get_vocab()
+    eot = next((vocab[s] for s in EOT_TOKEN_STRINGS if s in vocab), None)
+    extra = tuple(dict.fromkeys(i for i in eos_ids if i not in (eos, eot)))
+    return {"mask_id": -1 if mask_id is None else mask_id, "pad_id": pad, "eos_id": eos, "eot_id": eot,
+            "extra_stop_ids": extra}
+
+
+def _mask_id(name: str, family, cfg: dict, tok) -> int | None:
+    """The canvas's mask id: the family's, else a known mask token of the tokenizer; None for a causal model
+    or uniform noise; a masked model with none is refused."""
     mask_id = family.mask_id(cfg, tok) if family.kind == "masked" else None
     if family.kind == "masked" and family.noise == "mask" and mask_id is None:
         for s in MASK_TOKEN_STRINGS:
@@ -203,15 +225,18 @@ def _special_ids(name: str, family, cfg: dict, tok) -> dict:
         if mask_id is None:
             raise ValueError(f"model {name!r} has no mask token (config mask_token_id, tokenizer mask token); "
                              f"a masked diffusion model needs one")
-    eos = cfg.get("eos_token_id") if tok.eos_token_id is None else tok.eos_token_id
-    eos = eos[0] if isinstance(eos, list) else eos
-    pad = tok.pad_token_id if tok.pad_token_id is not None else cfg.get("pad_token_id")
-    pad = pad if pad is not None else (eos if eos is not None else 0)
-    if mask_id is not None and pad == mask_id:
-        raise ValueError(f"model {name!r}: pad id equals mask id ({pad}); batching would break")
-    vocab = tok.get_vocab()
-    eot = next((vocab[s] for s in EOT_TOKEN_STRINGS if s in vocab), None)
-    return {"mask_id": -1 if mask_id is None else mask_id, "pad_id": pad, "eos_id": eos, "eot_id": eot}
+    return mask_id
+
+
+def config_ids(cfg: dict, key: str) -> list[int]:
+    """The ids config.json gives `key` (eos_token_id, pad_token_id, ...): at the top level and in a nested
+    text_config (DiffusionGemma and other multimodal configs keep the text model's ids there), top level
+    first, without repeats; a list-valued id (Gemma's eos_token_id [1, 106]) is kept whole."""
+    found = []
+    for level in (cfg, cfg.get("text_config") or {}):
+        value = level.get(key)
+        found += [] if value is None else [int(i) for i in (value if isinstance(value, (list, tuple)) else [value])]
+    return list(dict.fromkeys(found))
 
 
 def _load_transformers(name: str, path: Path, source: str, cfg: dict, trust_remote_code: bool, dtype,

@@ -4,20 +4,22 @@ A `Family` says, in one place, how to build the network from a checkpoint folder
 pad, end-of-text and end-of-turn ids live, which config key holds the context length, how a
 left-padded batch gets its attention mask and position ids, whether logits are shifted, and what
 kind of noise the canvas starts from. `detect(config)` picks the family from the config's
-`model_type` (labkit's own families first, then transformers' masked-LM and causal-LM mappings);
-nothing is chosen by name fragments and nothing falls back to a headless model.
+`model_type` (labkit's own families first, in the order of `FAMILIES`, then transformers' masked-LM and
+causal-LM mappings); nothing is chosen by name fragments and nothing falls back to a headless model.
+A new family is one module here and one entry in `FAMILIES`; importing a family module registers nothing.
 """
 from __future__ import annotations
 
 from .base import Family, FamilyError
+from .diffusion_gemma import DIFFUSION_GEMMA
+from .dream import DREAM
 from .generic import CausalLM, MaskedLM
+from .llada import LLADA
+from .llada2 import LLADA2
+from .llada_moe import LLADA_MOE
 
-FAMILIES: list[Family] = []          # labkit-native families, checked before transformers' mappings
-
-
-def register(family: Family) -> Family:
-    FAMILIES.append(family)
-    return family
+# labkit-native families, in the order detect() asks them, before transformers' mappings
+FAMILIES: tuple[Family, ...] = (DIFFUSION_GEMMA, DREAM, LLADA, LLADA2, LLADA_MOE)
 
 
 def detect(config: dict) -> Family:
@@ -36,8 +38,4 @@ def detect(config: dict) -> Family:
                       f"diffusion LM labkit knows nor a masked or causal language model; labkit loads: {names}")
 
 
-__all__ = ["FAMILIES", "CausalLM", "Family", "FamilyError", "MaskedLM", "detect", "register"]
-
-
-# labkit's native families register themselves on import (after `register` exists)
-from . import diffusion_gemma, dream, llada, llada2, llada_moe  # noqa: E402,F401
+__all__ = ["FAMILIES", "CausalLM", "Family", "FamilyError", "MaskedLM", "detect"]

@@ -1,6 +1,8 @@
-"""The Family interface every model family implements."""
+"""The Family interface every model family implements, the placement of a network's weights on
+one device or several, and the one checkpoint reader of labkit's native families."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import ClassVar
 
@@ -128,3 +130,123 @@ def dispatch(net: torch.nn.Module, device_map: dict | None) -> torch.nn.Module:
     from accelerate import dispatch_model
 
     return dispatch_model(net, device_map={k: str(v) for k, v in device_map.items()})
+
+
+# ---------------------------------------------------------------------------- checkpoints
+# The one reader of the native families. A checkpoint is a local folder or a hub id already in the
+# local cache; its weights are model.safetensors or the shards model.safetensors.index.json names.
+# Names and shapes are read from the files' headers and checked exactly against the meta-device
+# network before any tensor is read; then each tensor is read on its own by safe_open, straight onto
+# the device `plan` gives it, cast to the dtype asked for, and assigned into the network in place.
+
+INDEX, SINGLE = "model.safetensors.index.json", "model.safetensors"
+
+
+def fill(net: torch.nn.Module, path, family: str, *, device, dtype: torch.dtype | None, no_split: tuple[str, ...],
+         tied: tuple[str, str] | None = None, fp32: tuple[str, ...] = ()) -> torch.nn.Module:
+    """The meta-device `net` with the checkpoint's weights (no random init, no second copy), on `device`
+    (one torch.device, or a device map: see `plan`; `no_split` names the modules "auto" keeps whole),
+    in eval mode. dtype None keeps the checkpoint's; weights whose names end in `fp32` stay float32.
+    tied = (head, embedding) parameter names: the checkpoint holds no head, which becomes the embedding."""
+    where, device_map = plan(net, device, dtype, no_split)
+    expected = {k: tuple(v.shape) for k, v in net.state_dict().items() if not tied or k != tied[0]}
+    found = tensor_shapes(shard_files(path, family), family, path)
+    check_layout({k: shape for k, (_, shape) in found.items()}, expected, family, path)
+    net.load_state_dict(read_tensors(found, where, dtype, fp32), strict=tied is None, assign=True)
+    if tied:
+        module, _, attr = tied[0].rpartition(".")
+        setattr(net.get_submodule(module), attr, net.get_parameter(tied[1]))
+    unread = [n for n, t in (*net.named_parameters(), *net.named_buffers()) if t.is_meta]
+    if unread:
+        raise FamilyError(f"{family}: no checkpoint file can hold some weights of the network ({_few(unread)}): "
+                          f"the reader fills parameters and persistent buffers only")
+    return dispatch(net, device_map).eval()
+
+
+def checkpoint_file(path, name: str) -> Path | None:
+    """File `name` of a local checkpoint folder, or of a hub id in the local cache; None when it has none."""
+    if Path(path).is_dir():
+        return Path(path, name) if Path(path, name).is_file() else None
+    from transformers.utils import cached_file
+
+    found = cached_file(str(path), name, _raise_exceptions_for_missing_entries=False)
+    return Path(found) if found else None
+
+
+def shard_files(path, family: str) -> list[Path]:
+    """The checkpoint's safetensors files: the shards model.safetensors.index.json names, else model.safetensors."""
+    index = checkpoint_file(path, INDEX)
+    if index is None:
+        single = checkpoint_file(path, SINGLE)
+        if single is None:
+            raise FamilyError(f"{family} checkpoint {str(path)!r} has neither {SINGLE} nor {INDEX}")
+        return [single]
+    weight_map = json.loads(index.read_text()).get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise FamilyError(f"{family} checkpoint {str(path)!r}: {INDEX} has no weight_map {{name: shard file}}")
+    names = sorted(set(weight_map.values()))
+    files = {n: checkpoint_file(path, n) for n in names}
+    absent = [n for n, f in files.items() if f is None]
+    if absent:
+        raise FamilyError(f"{family} checkpoint {str(path)!r}: shards named by {INDEX} are missing ({_few(absent)})")
+    return list(files.values())
+
+
+def tensor_shapes(files: list[Path], family: str, path) -> dict[str, tuple[Path, tuple[int, ...]]]:
+    """name → (its file, its shape), from the files' headers alone (no tensor is read); a name held by two
+    files is refused."""
+    from safetensors import safe_open
+
+    found: dict[str, tuple[Path, tuple[int, ...]]] = {}
+    for file in files:
+        with safe_open(str(file), framework="pt") as f:
+            for name in f.keys():
+                if name in found:
+                    raise FamilyError(f"{family} checkpoint {str(path)!r}: {name} is in two shards "
+                                      f"({found[name][0].name}, {file.name})")
+                found[name] = (file, tuple(f.get_slice(name).get_shape()))
+    return found
+
+
+def check_layout(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[int, ...]], family: str,
+                 path) -> None:
+    """A one-line FamilyError unless the checkpoint's names are exactly `expected`'s (it counts the missing
+    and the unexpected ones and names the first of each: in the network's order, in name order) and every
+    shape is the expected one (it names the first that is not, and counts them). Both map name → shape."""
+    missing = [k for k in expected if k not in found]
+    unexpected = sorted(k for k in found if k not in expected)
+    if missing or unexpected:
+        parts = ([f"lacks weights ({_few(missing)})"] if missing else []) + \
+                ([f"has unexpected weights ({_few(unexpected)})"] if unexpected else [])
+        raise FamilyError(f"{family} checkpoint {str(path)!r} does not match the {family} layout of its "
+                          f"config.json: {'; '.join(parts)}")
+    wrong = [k for k in expected if tuple(found[k]) != tuple(expected[k])]
+    if wrong:
+        k = wrong[0]
+        raise FamilyError(f"{family} checkpoint {str(path)!r}: {k} has shape {tuple(found[k])}, config.json implies "
+                          f"{tuple(expected[k])} ({len(wrong)} of {len(expected)} weights wrongly shaped)")
+
+
+def read_tensors(found: dict[str, tuple[Path, tuple[int, ...]]], where, dtype: torch.dtype | None,
+                 fp32: tuple[str, ...] = ()) -> dict[str, Tensor]:
+    """Each tensor of `found` (name → (file, shape)) read on its own by safe_open straight onto its device
+    where(name), floating ones cast to `dtype` (None: the checkpoint's; names ending in `fp32`: float32).
+    The dict holds the tensors the network then takes over (load_state_dict(assign=True)): no second copy."""
+    from safetensors import safe_open
+
+    groups: dict[tuple[Path, torch.device], list[str]] = {}
+    for name, (file, _) in found.items():
+        groups.setdefault((file, torch.device(where(name))), []).append(name)
+    state = {}
+    for (file, device), names in groups.items():
+        with safe_open(str(file), framework="pt", device=str(device)) as f:
+            for name in names:
+                t = f.get_tensor(name)
+                cast = torch.float32 if name.endswith(fp32) else dtype
+                state[name] = t.to(cast) if cast is not None and t.is_floating_point() else t
+    return state
+
+
+def _few(names: list[str]) -> str:
+    """How many, and the first: "3: model.norm.weight, ..."."""
+    return f"{len(names)}: {names[0]}" + (", ..." if len(names) > 1 else "")

@@ -9,14 +9,13 @@ position ids restart at 0 on each row's first real token, so a row's answer does
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..kv_cache import window_kv
-from .base import Family, FamilyError, dispatch, plan
+from .base import Family, FamilyError, checkpoint_file, fill
 
 
 class RMSNorm(nn.Module):
@@ -139,37 +138,6 @@ class DreamNet(nn.Module):
         return self.lm_head(self.model.norm(h)), kvs                             # (B, W, V)
 
 
-def _file(path, name: str) -> Path | None:
-    """A file of a local checkpoint folder, or of a hub id in the local cache; None when it has none."""
-    if Path(path).is_dir():
-        return Path(path, name) if Path(path, name).is_file() else None
-    from transformers.utils import cached_file
-    found = cached_file(str(path), name, _raise_exceptions_for_missing_entries=False)
-    return Path(found) if found else None
-
-
-def _weight_files(path) -> list[Path]:
-    """The safetensors files: model.safetensors, or the shards model.safetensors.index.json names."""
-    if index := _file(path, "model.safetensors.index.json"):
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        return [_file(path, s) or index.parent / s for s in shards]
-    if single := _file(path, "model.safetensors"):
-        return [single]
-    raise FamilyError(f"Dream checkpoint {str(path)!r} has no model.safetensors or model.safetensors.index.json")
-
-
-def _check_names(shapes: dict[str, tuple], expected: dict[str, tuple], optional: set[str], where) -> None:
-    """Clear FamilyError when the checkpoint's names or shapes are not the Dream layout."""
-    missing = sorted(set(expected) - set(shapes) - optional)
-    unexpected = sorted(set(shapes) - set(expected))
-    wrong = sorted(k for k in set(shapes) & set(expected) if tuple(shapes[k]) != tuple(expected[k]))
-    few = lambda ks: ", ".join(ks[:3]) + (", ..." if len(ks) > 3 else "")
-    for what, keys in (("lacks", missing), ("has unexpected", unexpected), ("has wrongly shaped", wrong)):
-        if keys:
-            raise FamilyError(f"Dream checkpoint {str(where)!r} {what} weights ({len(keys)}: {few(keys)}); "
-                              f"expected the published Qwen2-style names model.layers.{{i}}.self_attn.q_proj.weight, ...")
-
-
 class Dream(Family):
     name = "Dream"
     model_type = "Dream"
@@ -183,40 +151,21 @@ class Dream(Family):
         return config.get("model_type") in ("Dream", "dream")
 
     def build(self, path, config, *, dtype, device, trust_remote_code):
-        """Meta-device init, then the checkpoint's tensors assigned in place (no second copy). Remote code never runs."""
-        from safetensors import safe_open
-
+        """Meta-device init, then the checkpoint's tensors assigned in place (no second copy; base.fill).
+        Remote code never runs."""
         unsupported = {k: config.get(k) for k in ("rope_scaling", "use_sliding_window", "use_mrope") if config.get(k)}
         if unsupported or config.get("hidden_act", "silu") != "silu":
             raise FamilyError(f"Dream checkpoint {str(path)!r} uses what labkit's Dream does not implement: "
                               f"{unsupported or {'hidden_act': config.get('hidden_act')}}")
         with torch.device("meta"):
             net = DreamNet(config)
-        where, device_map = plan(net, device, dtype, ("Layer",))
-        tied = bool(config.get("tie_word_embeddings", False))
-        expected = {k: tuple(v.shape) for k, v in net.state_dict().items()}
-        files, shapes = _weight_files(path), {}
-        for file in files:
-            with safe_open(str(file), framework="pt") as f:
-                shapes.update({k: tuple(f.get_slice(k).get_shape()) for k in f.keys()})
-        _check_names(shapes, expected, {"lm_head.weight"} if tied else set(), path)
-        state = {}
-        for file in files:
-            with safe_open(str(file), framework="pt") as f:
-                for k in f.keys():
-                    t = f.get_tensor(k)
-                    state[k] = t.to(device=where(k), dtype=dtype or t.dtype)
-        if tied:
-            state["lm_head.weight"] = state["model.embed_tokens.weight"]
-        net.load_state_dict(state, assign=True)
-        if tied:
-            net.lm_head.weight = net.model.embed_tokens.weight
-        return dispatch(net, device_map).eval()
+        tied = ("lm_head.weight", "model.embed_tokens.weight") if config.get("tie_word_embeddings") else None
+        return fill(net, path, self.name, device=device, dtype=dtype, no_split=("Layer",), tied=tied)
 
     def tokenizer(self, source, trust_remote_code: bool = False):
         """The published tokenizer (tokenizer_class "DreamTokenizer", remote code) is Qwen2's byte-level BPE:
         transformers' Qwen2Tokenizer reads its vocab.json, merges.txt and specials. None: load it the usual way."""
-        config = _file(source, "tokenizer_config.json")
+        config = checkpoint_file(source, "tokenizer_config.json")
         if trust_remote_code or not config or json.loads(config.read_text()).get("tokenizer_class") != "DreamTokenizer":
             return None
         from transformers import Qwen2Tokenizer
@@ -235,6 +184,4 @@ class Dream(Family):
         return net.run(x, attention_mask, past=past, start=start, write=write)
 
 
-from . import register  # noqa: E402  (registered once the class exists)
-
-DREAM = register(Dream())
+DREAM = Dream()

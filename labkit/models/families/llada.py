@@ -15,17 +15,14 @@ so the two numberings agree in exact arithmetic and differ only in rounding (whi
 flip a near tie); `LLaDA(official_positions=True)` gives the upstream numbering."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..kv_cache import window_kv
-from . import register
-from .base import Family, FamilyError, dispatch, plan
+from .base import Family, FamilyError, fill
 
 # What this module implements; a config with any other value is refused rather than misread.
 FIXED = {"block_type": "llama", "layer_norm_type": "rms", "activation_type": "silu", "rope": True,
@@ -163,48 +160,6 @@ class LLaDANet(nn.Module):
         return (F.linear(x, t.wte.weight) if self.s.tied else t.ff_out(x)), kvs
 
 
-def _resolve(path: str | Path, filename: str) -> Path | None:
-    """A file of a local folder, or of a hub id already in the local cache; None if absent."""
-    if Path(path).is_dir():
-        f = Path(path) / filename
-        return f if f.is_file() else None
-    from transformers.utils import cached_file
-
-    f = cached_file(str(path), filename, _raise_exceptions_for_missing_entries=False)
-    return Path(f) if f else None
-
-
-def weight_files(path: str | Path) -> dict[Path, list[str]]:
-    """safetensors file → the parameter names it holds (model.safetensors, or the shards that
-    model.safetensors.index.json names)."""
-    from safetensors import safe_open
-
-    index = _resolve(path, "model.safetensors.index.json")
-    if index is not None:
-        by_file: dict[str, list[str]] = {}
-        for name, file in json.loads(index.read_text())["weight_map"].items():
-            by_file.setdefault(file, []).append(name)
-        files = {f: _resolve(path, f) for f in by_file}
-        absent = [f for f, p in files.items() if p is None]
-        if absent:
-            raise FamilyError(f"LLaDA checkpoint {str(path)!r}: shards named by the index are missing: {absent[:3]}")
-        return {files[f]: names for f, names in by_file.items()}
-    single = _resolve(path, "model.safetensors")
-    if single is None:
-        raise FamilyError(f"LLaDA checkpoint {str(path)!r} has neither model.safetensors nor "
-                          f"model.safetensors.index.json")
-    with safe_open(single, "pt") as f:
-        return {single: list(f.keys())}
-
-
-def check_names(expected: set[str], found: set[str], path) -> None:
-    missing, unexpected = sorted(expected - found), sorted(found - expected)
-    if missing or unexpected:
-        raise FamilyError(f"LLaDA checkpoint {str(path)!r} does not match the LLaDA-8B layout: "
-                          f"{len(missing)} missing ({', '.join(missing[:3])}), "
-                          f"{len(unexpected)} unexpected ({', '.join(unexpected[:3])})")
-
-
 class LLaDA(Family):
     name = "LLaDA-8B"
     model_type = "llada"
@@ -223,22 +178,10 @@ class LLaDA(Family):
 
     def build(self, path, config, *, dtype, device, trust_remote_code) -> LLaDANet:
         """Weights go one by one onto `device` (or a device map's devices; cast to `dtype` unless None)
-        and are assigned into a meta-device network: no random init, no second copy of the model."""
-        from safetensors import safe_open
-
+        and are assigned into a meta-device network: no random init, no second copy (base.fill)."""
         with torch.device("meta"):
             net = LLaDANet(Shape.of(config), config)
-        where, device_map = plan(net, device, dtype, ("Block",))
-        files = weight_files(path)
-        check_names(set(net.state_dict()), {n for names in files.values() for n in names}, path)
-        state = {}
-        for file, names in files.items():
-            with safe_open(str(file), framework="pt", device="cpu") as f:
-                for k in names:                       # one tensor at a time, onto its device
-                    t = f.get_tensor(k)
-                    state[k] = t.to(device=where(k), dtype=dtype or t.dtype)
-        net.load_state_dict(state, strict=True, assign=True)
-        return dispatch(net, device_map).eval()
+        return fill(net, path, self.name, device=device, dtype=dtype, no_split=("Block",))
 
     def forward(self, net, x, attention_mask):
         pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
@@ -254,6 +197,6 @@ class LLaDA(Family):
         return f"LLaDA(official_positions={self.official_positions})"
 
 
-LLADA = register(LLaDA())
+LLADA = LLaDA()
 
 __all__ = ["LLADA", "LLaDA", "LLaDANet", "Shape"]

@@ -30,16 +30,14 @@ generate() first finishes the prompt's partial block.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .base import Family, FamilyError, config_fields, dispatch, plan
+from .base import Family, FamilyError, config_fields, fill
 
 DEFAULT_BLOCK_SIZE = 32          # LLaDA2.0/2.1 generate(block_length=32): the published checkpoints name none
 MASK_TOKEN = "<|mask|>"          # id 156895 in the published tokenizer; config.json has no mask_token_id
@@ -283,54 +281,6 @@ class LLaDA2Net(nn.Module):
 # ------------------------------------------------------------------------------------------ weights
 
 
-def _shards(path: Path) -> list[Path]:
-    """The checkpoint's safetensors files: model.safetensors, or the shards an index names."""
-    index = path / "model.safetensors.index.json"
-    if index.is_file():
-        names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        files = [path / n for n in names]
-    else:
-        files = sorted(path.glob("*.safetensors"))
-    absent = [f.name for f in files if not f.is_file()]
-    if not files or absent:
-        raise FamilyError(f"llada2_moe checkpoint {str(path)!r} lacks weights: "
-                          f"{', '.join(absent[:3]) if absent else 'no *.safetensors file'}")
-    return files
-
-
-def _names_error(path: Path, missing: set[str], unexpected: set[str]) -> FamilyError:
-    def few(names):
-        names = sorted(names)
-        return ", ".join(names[:4]) + (f", ... ({len(names)} in all)" if len(names) > 4 else "")
-    parts = ([f"lacks {few(missing)}"] if missing else []) + ([f"has unexpected {few(unexpected)}"] if unexpected else [])
-    return FamilyError(f"llada2_moe checkpoint {str(path)!r} does not match its config.json: {'; '.join(parts)}")
-
-
-def _read_weights(path: Path, expected: dict[str, tuple[torch.Size, torch.dtype]], *, dtype, device) -> dict:
-    """Every tensor of the checkpoint, cast to `dtype` (expert_bias kept in float32) on `device(name)`,
-    one tensor at a time; names and shapes checked against `expected` (name → (shape, dtype))."""
-    from safetensors import safe_open
-
-    state, unexpected = {}, set()
-    for file in _shards(path):
-        with safe_open(str(file), framework="pt", device="cpu") as f:
-            for name in f.keys():
-                if name not in expected:
-                    unexpected.add(name)
-                    continue
-                t = f.get_tensor(name)
-                shape = expected[name][0]
-                if t.shape != shape:
-                    raise FamilyError(f"llada2_moe checkpoint {str(path)!r}: {name} has shape {tuple(t.shape)}, "
-                                      f"config.json implies {tuple(shape)}")
-                keep = torch.float32 if name.endswith("expert_bias") else dtype
-                state[name] = t.to(device=device(name), dtype=keep if t.is_floating_point() else t.dtype)
-    missing = set(expected) - set(state)
-    if missing or unexpected:
-        raise _names_error(path, missing, unexpected)
-    return state
-
-
 def _dtype(config: dict, dtype: torch.dtype | None) -> torch.dtype:
     """The requested dtype, else the config's `dtype`/`torch_dtype` (transformers 5 loads "auto"), else float32."""
     if dtype is not None:
@@ -356,26 +306,15 @@ class LLaDA2(Family):
         return config.get("model_type") == "llada2_moe"
 
     def build(self, path, config, *, dtype, device, trust_remote_code):
-        """Meta-device init, then the checkpoint's tensors assigned in place (no second full copy).
-        `trust_remote_code` is ignored: the published remote code needs transformers 4.x."""
-        path = Path(path)
-        if not path.is_dir():
-            from huggingface_hub import snapshot_download
-
-            path = Path(snapshot_download(str(path), local_files_only=True,
-                                          allow_patterns=["*.json", "*.safetensors"]))
+        """Meta-device init, then the checkpoint's tensors assigned in place (no second full copy;
+        base.fill), expert_bias kept in float32. `trust_remote_code` is ignored: the published remote
+        code needs transformers 4.x."""
         cfg = LLaDA2Config.from_dict(config)
         with torch.device("meta"):
             net = LLaDA2Net(cfg)
-        where, device_map = plan(net, device, _dtype(config, dtype), ("DecoderLayer",))
-        expected = {k: (v.shape, v.dtype) for k, v in net.state_dict().items()}
-        if cfg.tie_word_embeddings:
-            expected.pop("lm_head.weight", None)
-        state = _read_weights(path, expected, dtype=_dtype(config, dtype), device=where)
-        net.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
-        if cfg.tie_word_embeddings:
-            net.lm_head.weight = net.model.word_embeddings.weight
-        return dispatch(net, device_map).eval()
+        tied = ("lm_head.weight", "model.word_embeddings.weight") if cfg.tie_word_embeddings else None
+        return fill(net, path, self.name, device=device, dtype=_dtype(config, dtype), no_split=("DecoderLayer",),
+                    tied=tied, fp32=("expert_bias",))
 
     def mask_id(self, config: dict, tokenizer) -> int | None:
         """config `mask_token_id`, else the tokenizer's mask token, else its "<|mask|>" (the published
@@ -390,8 +329,6 @@ class LLaDA2(Family):
         return net(x, attention_mask)
 
 
-from . import register  # noqa: E402
-
-LLADA2 = register(LLaDA2())
+LLADA2 = LLaDA2()
 
 __all__ = ["LLADA2", "LLaDA2", "LLaDA2Config", "LLaDA2Net", "block_causal_mask"]

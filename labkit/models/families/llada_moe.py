@@ -64,9 +64,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..kv_cache import window_kv
-from . import register
-from .base import Family, FamilyError, config_fields, dispatch, plan
-from .llada import weight_files
+from .base import Family, FamilyError, config_fields, fill
 from .llada2 import MLP, RMSNorm, apply_rotary, rotary
 
 MOE_KEYS = ("num_experts", "num_experts_per_tok", "expert_intermediate_size")
@@ -286,41 +284,6 @@ class LLaDAMoENet(nn.Module):
         return self.lm_head(self.model.norm(x)), kvs
 
 
-# ------------------------------------------------------------------------------------------ weights
-
-
-def _names_error(path, missing: set[str], unexpected: set[str]) -> FamilyError:
-    def few(names):
-        names = sorted(names)
-        return ", ".join(names[:4]) + (f", ... ({len(names)} in all)" if len(names) > 4 else "")
-    parts = ([f"{len(missing)} missing ({few(missing)})"] if missing else []) + \
-        ([f"{len(unexpected)} unexpected ({few(unexpected)})"] if unexpected else [])
-    return FamilyError(f"LLaDA-MoE checkpoint {str(path)!r} does not match the LLaDA-MoE layout of its config.json: "
-                       f"{'; '.join(parts)}")
-
-
-def read_weights(path, expected: dict[str, torch.Size], *, dtype, device) -> dict[str, Tensor]:
-    """The checkpoint's tensors, shard by shard and one tensor at a time onto `device(name)` (cast
-    to `dtype` unless None); names checked against `expected` (name → shape) before anything is read."""
-    from safetensors import safe_open
-
-    files = weight_files(path)
-    found = {n for names in files.values() for n in names}
-    if found != set(expected):
-        raise _names_error(path, set(expected) - found, found - set(expected))
-    state = {}
-    for file, names in files.items():
-        with safe_open(str(file), framework="pt", device="cpu") as f:
-            for name in names:
-                t = f.get_tensor(name)
-                if t.shape != expected[name]:
-                    raise FamilyError(f"LLaDA-MoE checkpoint {str(path)!r}: {name} has shape {tuple(t.shape)}, "
-                                      f"config.json implies {tuple(expected[name])}")
-                cast = dtype if dtype is not None and t.is_floating_point() else t.dtype
-                state[name] = t.to(device=device(name), dtype=cast)
-    return state
-
-
 # ------------------------------------------------------------------------------------------ family
 
 PUBLISHED_PARAMETERS = parameter_count(PUBLISHED)       # 7 356 880 896: families.md's byte count / 2
@@ -347,23 +310,17 @@ class LLaDAMoE(Family):
                 and all(k in config for k in MOE_KEYS))
 
     def build(self, path, config, *, dtype, device, trust_remote_code) -> LLaDAMoENet:
-        """Meta-device init, then the checkpoint's tensors assigned in place (no random init, no
-        second copy). `trust_remote_code` is ignored: the published remote code needs transformers 4.x."""
+        """Meta-device init, then the checkpoint's tensors assigned in place (no random init, no second
+        copy; base.fill). `trust_remote_code` is ignored: the published remote code needs transformers 4.x."""
         cfg = LLaDAMoEConfig.from_dict(config)
         with torch.device("meta"):
             net = LLaDAMoENet(cfg, self.rotary_factor)
-        where, device_map = plan(net, device, dtype, ("DecoderLayer",))
-        expected = {k: v.shape for k, v in net.state_dict().items()}
-        if cfg.tie_word_embeddings:
-            expected.pop("lm_head.weight", None)
-        state = read_weights(path, expected, dtype=dtype, device=where)
-        net.load_state_dict(state, strict=not cfg.tie_word_embeddings, assign=True)
-        if cfg.tie_word_embeddings:
-            net.lm_head.weight = net.model.embed_tokens.weight
+        tied = ("lm_head.weight", "model.embed_tokens.weight") if cfg.tie_word_embeddings else None
+        net = fill(net, path, self.name, device=device, dtype=dtype, no_split=("DecoderLayer",), tied=tied)
         for m in net.modules():
             if isinstance(m, MoE):
                 m.renormalize = self.renormalize
-        return dispatch(net, device_map).eval()
+        return net
 
     def forward(self, net, x, attention_mask):
         pos = None if self.official_positions else self.positions(x, attention_mask).get("position_ids")
@@ -380,6 +337,6 @@ class LLaDAMoE(Family):
                 f"rotary_factor={self.rotary_factor})")
 
 
-LLADA_MOE = register(LLaDAMoE())
+LLADA_MOE = LLaDAMoE()
 
 __all__ = ["LLADA_MOE", "LLaDAMoE", "LLaDAMoEConfig", "LLaDAMoENet", "parameter_count"]
