@@ -4,8 +4,10 @@
     lm = lk.load("tiny")
     out = lk.generate(lm, "ROMEO:\\n", lk.LowConfidence(), gen_length=64, block_length=32, steps=64)
 
-The core (decode, trace, profile, samplers/, controls/, models/) depends on nothing else in the
-package; bench/, eval/, training/, ui/ and cli/ are built on it (docs/architecture.md).
+The core is built in layers, each importing only the ones below it: samplers/ and threads, then
+trace and output, models/, controls/ and accel, the loops (decode, continuous, recorded, profile),
+then defaults and this module; the wings (bench/, eval/, training/, ui/, serve/, tasks/, cli/) are
+built on it (docs/architecture.md, checked by tests/test_layout.py).
 """
 import importlib
 
@@ -19,8 +21,8 @@ from .threads import set_threads
 from .trace import Trace
 
 # lk.viz, lk.widgets, ... are imported on first use, so `import labkit` stays light (no ipywidgets)
-_LAZY = {"cache": "labkit.models.kv_cache", "control": "labkit.controls", "profile": "labkit.profile",
-         "viz": "labkit.ui.viz", "widgets": "labkit.ui.widgets"}
+_LAZY = {"cache": "labkit.models.kv_cache", "profile": "labkit.profile", "viz": "labkit.ui.viz",
+         "widgets": "labkit.ui.widgets"}
 
 
 def __getattr__(name: str):
@@ -31,7 +33,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'labkit' has no attribute {name!r}")
 
 
-__all__ = ["Accel", "Autoregressive", "Ban", "cache", "control", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound",
+__all__ = ["Accel", "Autoregressive", "Ban", "cache", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound",
            "Infill", "Keywords", "LowConfidence", "Pin", "ReNoise", "Threshold", "Output", "StepRecord", "Trace",
            "generate", "load", "profile", "set_threads", "stream", "toy", "viz", "widgets"]
 __version__ = "0.1.0"

@@ -26,10 +26,10 @@ from typing import ClassVar
 import torch
 
 from .models.handle import Denoiser, Wrapper
+from .models.kv_cache import COMPILE_MODES  # the modes live with the caches, below the loop
 
 SYNCS = ("step", "block")
 TRACES = ("host", "device")
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 @dataclass(frozen=True)

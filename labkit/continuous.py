@@ -32,7 +32,7 @@ from typing import Callable, Iterator
 import torch
 from torch import Tensor
 
-from .decode import Output
+from .output import Output, collect
 from .samplers.base import StepRecord
 from .trace import Trace
 
@@ -169,11 +169,8 @@ def generate_continuous(model, tokenizer, *, schedule: Callable[[Tensor], Tensor
                       clamp=clamp, gen_length=length, t=[round(v, 5) for v in ts],
                       alpha_bar=[round(v, 6) for v in abs_],
                       distance=torch.stack(dists).round(decimals=4).tolist())     # (S, B, N)
-    ids = trace.final.long()
-    texts = [tokenizer.decode(row[trace.prompt_len:].tolist(), skip_special_tokens=True) for row in ids]
-    stats = {"nfe": steps, "gen_tokens": batch * length, "seconds": round(seconds, 4),
-             "tps": round(batch * length / max(seconds, 1e-9), 2)}
-    return Output(ids=ids, texts=texts, trace=trace, stats=stats)
+    texts = [tokenizer.decode(row[trace.prompt_len:].tolist(), skip_special_tokens=True) for row in trace.final]
+    return collect(trace, texts, seconds=seconds, gen_tokens=batch * length, per_row=False)
 
 
 class Vocabulary:

@@ -1,9 +1,9 @@
-"""The one decoding loop. `stream()` yields one StepRecord per forward pass; `generate()` collects
-the stream into an Output. Blocks, classifier-free guidance and batching live here; what to
-commit at each step is the sampler rule's business."""
+"""The mask loop, labkit's main decoding loop. `stream()` yields one StepRecord per forward pass;
+`generate()` collects the stream into an Output (labkit.output) and hands a model whose canvas
+starts from uniform noise to the recorder (labkit.recorded). Blocks, classifier-free guidance and
+batching live here; what to commit at each step is the sampler rule's business."""
 from __future__ import annotations
 
-import numbers
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
@@ -14,63 +14,41 @@ from torch.profiler import record_function
 from . import controls as ctl
 from .accel import Accel, check_accel
 from .models.handle import Denoiser
-from .samplers.autoregressive import Autoregressive
+from .output import Output, answer_texts, check_seed, collect, until_stop
 from .samplers.base import DecodeState, Sampler, StepRecord
+from .samplers.knobs import BLOCK_LENGTH, CFG_SCALE, GEN_LENGTH, PENALTY_LAMBDA, STEPS, KnobError
 from .samplers.low_confidence import LowConfidence
-from .samplers.registry import resolve
+from .samplers.registry import default_rule, resolve
 from .trace import Trace
 
-
-@dataclass(frozen=True)
-class Output:
-    ids: torch.Tensor            # (B, L) long: padding + prompt + generated canvas
-    texts: list[str]             # generated text per row (specials removed)
-    trace: Trace
-    stats: dict                  # nfe, gen_tokens, tpf, seconds, tps
-
-    @property
-    def text(self) -> str:
-        """The generated text of the first (for a single prompt, the only) row."""
-        return self.texts[0]
+_until_stop = until_stop      # the old private name (tests/test_decode.py)
 
 
 def default_sampler(lm: Denoiser):
-    """The model family's own default (LLaDA2.x: its Q mode), else LLaDA's rule for a diffusion
-    model and left to right for a causal one."""
-    if lm.family is not None and lm.family.default_sampler is not None:
-        return resolve(lm.family.default_sampler)
-    return Autoregressive() if lm.kind == "causal" else LowConfidence()
+    """The rule object a model gets when none is asked for (`registry.default_rule`)."""
+    return resolve(default_rule(lm))
 
 
 def check_knobs(sampler, *, gen_length: int, block_length: int, steps: int, cfg_scale: float = 0.0,
                 penalty_lambda: float = 0.0) -> int:
-    """The canvas and loop knobs, checked without a model (the CLI checks them before it loads
-    one). Returns the number of blocks."""
-    if not penalty_lambda >= 0:
-        raise ValueError(f"penalty_lambda must be >= 0, got {penalty_lambda}")
-    for name, v in (("gen_length", gen_length), ("block_length", block_length), ("steps", steps)):
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    """The canvas and loop knobs (samplers.knobs.LOOP), checked without a model (the CLI checks
+    them before it loads one); a KnobError names the knob. Returns the number of blocks."""
+    for knob, value in ((PENALTY_LAMBDA, penalty_lambda), (GEN_LENGTH, gen_length), (BLOCK_LENGTH, block_length),
+                        (STEPS, steps), (CFG_SCALE, cfg_scale)):
+        if knob.kind is int and not isinstance(value, int):
+            raise KnobError(knob.name, f"{knob.name} must be {knob.allowed()}, got {value!r}")
+        knob.check(value)
     if gen_length % block_length:
-        raise ValueError(f"gen_length ({gen_length}) must be a multiple of block_length ({block_length})")
+        raise KnobError("block_length", f"gen_length ({gen_length}) must be a multiple of block_length ({block_length})")
     num_blocks = gen_length // block_length
     budgeted = sampler.uses_step_budget                     # threshold / editing / AR rules are not
     if budgeted and steps % num_blocks:
-        raise ValueError(f"steps ({steps}) must be divisible by the number of blocks "
-                         f"gen_length / block_length = {num_blocks}")
+        raise KnobError("steps", f"steps ({steps}) must be divisible by the number of blocks "
+                                 f"gen_length / block_length = {num_blocks}")
     if budgeted and steps > gen_length:
-        raise ValueError(f"steps ({steps}) must be at most gen_length ({gen_length}): "
-                         f"each step commits at least one token")
-    if not cfg_scale >= 0:
-        raise ValueError(f"cfg_scale must be >= 0, got {cfg_scale}")
+        raise KnobError("steps", f"steps ({steps}) must be at most gen_length ({gen_length}): "
+                                 f"each step commits at least one token")
     return num_blocks
-
-
-def check_seed(seed) -> None:
-    """An integer torch.manual_seed takes (-2**63 <= seed < 2**64) or None."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-                             or not -2**63 <= seed < 2**64):
-        raise ValueError(f"seed must be an integer in [-2**63, 2**64) or None, got {seed!r}")
 
 
 def prompt_texts(lm: Denoiser, prompt) -> list[str]:
@@ -110,8 +88,9 @@ def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_
                          f"to right, with sampler=Autoregressive(); {type(sampler).__name__} needs "
                          f"a masked diffusion model")
     if lm.family is not None and lm.family.noise == "uniform":
-        raise ValueError(f"model {lm.name!r} ({lm.family.name}) starts from uniform random tokens, not masks: labkit's "
-                         f"mask loop cannot decode it; use labkit.models.families.diffusion_gemma.generate_recorded")
+        raise ValueError(f"model {lm.name!r} ({lm.family.name}) starts from uniform random tokens, not masks: the mask "
+                         f"loop cannot stream it; lk.generate runs its own generate(), recorded "
+                         f"(labkit.recorded.generate_recorded)")
     if not causal and (lm.mask_id is None or lm.mask_id < 0):
         raise ValueError(f"model {lm.name!r} has no mask token; diffusion decoding needs one")
     if causal and cfg_scale:
@@ -319,7 +298,8 @@ def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_le
            steps: int = 64, cfg_scale: float = 0.0, eos_early_stop: bool = False,
            penalty_lambda: float = 0.0, generator: torch.Generator | None = None,
            seed: int | None = None, controls=(), accel: Accel | None = None) -> Iterator[StepRecord]:
-    """Yield one StepRecord per forward pass. The only decoding loop in labkit.
+    """Yield one StepRecord per forward pass: the mask loop (the continuous sampler and the
+    DiffusionGemma recorder are the other loops, in continuous.py and recorded.py).
 
     prompt: a string or a list of strings (a batch, left-padded with an attention mask).
     sampler: a rule object (lk.Threshold(), ...) or a rule name ("speed", "threshold", ...;
@@ -378,7 +358,15 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     stats: nfe (forward passes of the batch), gen_tokens (decided answer tokens, all rows),
     row_nfe (forward passes summed over rows: each row counts the steps it took part in),
     tpf (gen_tokens / row_nfe: tokens per forward pass as each row saw it), seconds,
-    tps (tokens per second, all rows). `accel`: as in stream()."""
+    tps (tokens per second, all rows). `accel`: as in stream().
+    A model whose canvas starts from uniform noise (DiffusionGemma) has no mask to fill: it runs
+    its own generate(), recorded step by step (labkit.recorded.generate_uniform)."""
+    if getattr(lm.family, "noise", None) == "uniform":
+        from .recorded import generate_uniform
+        return generate_uniform(lm, prompt, sampler, on_step=on_step, on_start=on_start, gen_length=gen_length,
+                                block_length=block_length, steps=steps, cfg_scale=cfg_scale,
+                                eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda, generator=generator,
+                                seed=seed, controls=controls, accel=accel)
     sampler = resolve(sampler) or default_sampler(lm)
     controls = ctl.check(controls)
     accel = check_accel(accel)
@@ -397,18 +385,5 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     trace.to_host()                                 # records kept on the device (accel.trace) come over
     seconds = time.perf_counter() - t0
     final, P = trace.final, trace.prompt_len
-    texts = [lm.decode(_until_stop(row[P:].tolist(), lm.stop_ids)) for row in final]
     gen_tokens = int((final[:, P:] != lm.mask_id).sum())
-    row_nfe = int(trace.row_nfe().sum())
-    stats = {"nfe": trace.nfe, "gen_tokens": gen_tokens, "row_nfe": row_nfe,
-             "tpf": round(gen_tokens / max(1, row_nfe), 4),
-             "seconds": round(seconds, 4), "tps": round(gen_tokens / max(seconds, 1e-9), 2)}
-    return Output(ids=final.long(), texts=texts, trace=trace, stats=stats)
-
-
-def _until_stop(ids: list[int], stop_ids: tuple[int, ...]) -> list[int]:
-    """The generated ids up to (not including) the first EOS / end-of-turn token."""
-    for i, t in enumerate(ids):
-        if t in stop_ids:
-            return ids[:i]
-    return ids
+    return collect(trace, answer_texts(lm, final, P), seconds=seconds, gen_tokens=gen_tokens)

@@ -82,8 +82,12 @@ class Trace:
     def committed(self) -> torch.Tensor:     # (S, B, L) bool
         return self._stack("committed")
 
-    def edits(self) -> torch.Tensor:         # (S, B, L) bool
+    def edited(self) -> torch.Tensor:        # (S, B, L) bool: token → different token at each step
         return self._stack("edited")
+
+    def edits(self) -> torch.Tensor:         # (S, B, L) bool
+        """Deprecated name of `edited()` (notebooks' stored cells call it); use `edited()`."""
+        return self.edited()
 
     def active(self) -> torch.Tensor:        # (S, B) bool: rows each step applied to
         B = self.init.shape[0]
@@ -118,10 +122,6 @@ class Trace:
         first = c.long().argmax(0)                                    # (B, L)
         return torch.where(c.any(0), first, torch.full_like(first, -1))
 
-    def tokens_per_step(self) -> torch.Tensor:
-        """(S, B) long: tokens committed (plus edited) at each step."""
-        return (self.committed() | self.edits()).sum(-1)
-
     # --- save / load: one .npz of arrays plus JSON metadata -----------------------------------
     def save(self, path: str | Path) -> Path:
         """Write the trace to `path` (".npz" is added when missing); returns the file written."""
@@ -132,7 +132,7 @@ class Trace:
         if self.records:
             arrays.update(tokens=self.tokens().numpy(), candidates=self.candidates().numpy(),
                           confidence=self.confidence().numpy(), committed=self.committed().numpy(),
-                          edited=self.edits().numpy(), active=self.active().numpy(),
+                          edited=self.edited().numpy(), active=self.active().numpy(),
                           **({"pinned": self.pinned().numpy()} if self.has_pins else {}),
                           step=np.array([r.step for r in self.records]),
                           block=np.array([r.block for r in self.records]),

@@ -15,7 +15,7 @@ from .common import metadata
 
 PANEL_TOKENS = 64           # bench_panel: answer length, and steps (one token per step)
 SCRUB_POSITIONS = 16        # regenerate_latency: scrubber moves timed per run
-NEIGHBOUR_START_S = 3       # busy_neighbour: time for the neighbour to import torch and start spinning
+BUSY_NEIGHBOUR_START_S = 3  # busy_neighbour: time for the neighbour to import torch and start spinning
 CHILD_TIMEOUT_S = 900       # one panel child process
 LIVE_ROUNDS = 3             # bench_panel: live drawing on / off, interleaved, this many times each
 
@@ -50,7 +50,7 @@ def regenerate_latency(lm, repeats: int = 5, live_every: float | None = LIVE_EVE
             "model": lm.name, "figure_bytes": sum(len(json.dumps(f)) for f in lab.figures.values())}
 
 
-NEIGHBOUR = ("import torch\nx = torch.randn(768, 768)\n"
+BUSY_NEIGHBOUR = ("import torch\nx = torch.randn(768, 768)\n"
              "while True:\n    x = torch.tanh(x @ x)\n")     # a CPU-bound torch job, torch's default threads
 THREAD_CANDIDATES = {                                          # name → environment of the panel's process
     "labkit default": {},
@@ -90,8 +90,8 @@ class busy_neighbour:
     def __enter__(self):
         import subprocess
         import sys
-        self.proc = subprocess.Popen([sys.executable, "-c", NEIGHBOUR])
-        time.sleep(NEIGHBOUR_START_S)
+        self.proc = subprocess.Popen([sys.executable, "-c", BUSY_NEIGHBOUR])
+        time.sleep(BUSY_NEIGHBOUR_START_S)
         return self
 
     def __exit__(self, *exc):
@@ -114,18 +114,18 @@ def bench_panel(model: str = "tiny", *, repeats: int = 5, rounds: int = 2, log=N
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     rows = []
     for round_ in range(rounds):
-        for neighbour in (False, True):
+        for busy in (False, True):                 # JSON "neighbour": the run had a busy_neighbour beside it
             for name, env in THREAD_CANDIDATES.items():
                 if log:
-                    log(f"panel: round {round_ + 1}, {name}{' + busy neighbour' if neighbour else ''}")
-                with busy_neighbour() if neighbour else contextlib.nullcontext():
+                    log(f"panel: round {round_ + 1}, {name}{' + busy neighbour' if busy else ''}")
+                with busy_neighbour() if busy else contextlib.nullcontext():
                     r = _panel_child(model, repeats, env, LIVE_EVERY, timeout=CHILD_TIMEOUT_S)
-                rows.append({"candidate": name, "env": env, "neighbour": neighbour, "round": round_, **r})
+                rows.append({"candidate": name, "env": env, "neighbour": busy, "round": round_, **r})
     summary = []
-    for neighbour in (False, True):
+    for busy in (False, True):
         for name in THREAD_CANDIDATES:
-            mine = [r for r in rows if r["candidate"] == name and r["neighbour"] == neighbour]
-            summary.append({"candidate": name, "neighbour": neighbour, "threads": mine[0]["threads"],
+            mine = [r for r in rows if r["candidate"] == name and r["neighbour"] == busy]
+            summary.append({"candidate": name, "neighbour": busy, "threads": mine[0]["threads"],
                             "generate_median_s": round(statistics.median(r["generate_median_s"] for r in mine), 3),
                             "generate_max_s": max(r["generate_max_s"] for r in mine),
                             "first_press_max_s": max(r["first_press_s"] for r in mine),

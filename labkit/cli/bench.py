@@ -7,65 +7,166 @@ from .common import load_model, model_args, progress_log, report, save
 
 
 def add_parser(sub) -> None:
-    b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot")
-    b.add_argument("what", choices=["samplers", "panel", "controls", "overhead", "batch", "length", "cache",
-                                    "likelihood", "serve"],
-                   help="samplers: the speed-quality table; panel: the lab panel's regenerate latency; "
-                        "controls: keyword hit rates, infill and re-noise; overhead: labkit's cost around "
-                        "the forward passes; batch: batch-size sweep; length: AR vs diffusion over answer length; "
-                        "cache: prefix / dual KV cache speedup and identical outputs; likelihood: masked "
-                        "models' Monte-Carlo ELBO against the AR twin's exact bits per token; "
-                        "serve: the OpenAI-compatible server's throughput and latency, batching on and off")
-    model_args(b)
-    b.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' "
-                   "(e.g. tiny-cap)")
-    b.add_argument("--ar-model", default="tiny-ar", help="causal model for gen-PPL and the AR row")
-    b.add_argument("--prompts", type=int, default=96,
-                   help="samplers: held-out prompts (default 96; with 32, gaps of 3%% in gen-PPL are within noise)")
-    b.add_argument("--gen-length", type=int, default=None,
-                   help="answer length (samplers: default 128, block 32; controls: default 64)")
-    b.add_argument("--only", nargs="*", help="run only these sampler names")
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--out", default="benchmarks/results", help="folder for samplers.json and the plot")
-    b.add_argument("--json", action="store_true", help="print one JSON object")
-    b.add_argument("--quiet", action="store_true", help="no per-sampler progress lines")
-    b.add_argument("--repeats", type=int, default=None, help="panel, overhead, cache, length: runs to time "
-                   "(default 5; length: 3)")
-    b.add_argument("--keywords", action="append", metavar="A,B,C",
-                   help="controls: a keyword set to test instead of the built-in triples (repeatable)")
-    b.add_argument("--sizes", type=int, nargs="*", help="batch: batch sizes (default 1 4 8 16; on a GPU "
-                   "it goes on doubling until memory runs out)")
-    b.add_argument("--lengths", type=int, nargs="*", help="length: answer lengths (default 32 64 128 256 512)")
-    b.add_argument("--no-extend", action="store_true", help="length: skip lengths past the models' context "
-                   "instead of running them on stretched-position copies (speed only)")
-    b.add_argument("--clients", type=int, nargs="*", help="serve: concurrent client levels (default 1 4 16 64)")
-    b.add_argument("--requests", type=int, default=2, help="serve: requests per client per level (default 2)")
-    b.add_argument("--rounds", type=int, default=2, help="panel: rounds over the thread settings (default 2)")
-    b.add_argument("--triples", type=int, default=30, help="controls: built-in keyword triples (default 30)")
-    b.add_argument("--samples", type=int, default=4, help="controls: samples per keyword set (default 4)")
-    b.add_argument("--methods", nargs="*", help="controls: keyword methods to compare, the first one "
-                   "reported at the top (default: place boost boost_only)")
-    b.add_argument("--models", nargs="+", default=["tiny", "tiny-cap"], help="likelihood: masked models "
-                   "(names or folders; default: tiny tiny-cap), each against --ar-model")
-    b.add_argument("--mc-nums", type=int, nargs="+", default=[1, 4, 16, 64],
-                   help="likelihood: Monte-Carlo draws per window (default 1 4 16 64)")
-    b.add_argument("--windows", type=int, default=32, help="likelihood: held-out windows, evenly "
-                   "spaced (default 32; 0: all)")
-    b.add_argument("--window-tokens", type=int, default=256, help="likelihood: tokens per window (default 256; "
-                   "at most every model's context, e.g. 64 for the notebook's from-scratch models)")
-    b.set_defaults(fn=run)
+    """`labkit bench WHAT`: one subcommand per benchmark, each with only the flags it reads
+    (`labkit bench WHAT --help`)."""
+    b = sub.add_parser("bench", help="benchmarks that print a table and write JSON and a plot",
+                       description="benchmarks that print a table and write JSON and a plot; "
+                                   "`labkit bench WHAT --help` lists WHAT's flags")
+    kinds = b.add_subparsers(dest="what", metavar="WHAT", required=True)
+    for name, (text, runner, flags) in _benchmarks().items():
+        p = kinds.add_parser(name, help=text, description=text)
+        for add in flags:
+            add(p)
+        p.add_argument("--out", default="benchmarks/results",
+                       help=f"folder for the results ({name}.json; default benchmarks/results)")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.set_defaults(fn=run, bench=runner)
+
+
+def _benchmarks() -> dict:
+    """name → (what it measures, its runner, the flags it reads): the one list of benchmarks."""
+    return {
+        "samplers": ("the speed-quality table of every sampler on held-out prompts", _bench_samplers,
+                     (model_args, _cap_model, _ar_model, _prompts, _gen_length(128, "block 32"), _only, _seed,
+                      _quiet)),
+        "panel": ("the lab panel's regenerate latency, quiet and next to a busy neighbour", _bench_panel,
+                  (_model_only, _repeats(5), _rounds, _quiet)),
+        "controls": ("keyword hit rates, infill and re-noise", _bench_controls,
+                     (model_args, _ar_model, _gen_length(64), _keywords, _triples, _samples, _methods, _seed)),
+        "overhead": ("labkit's cost around the forward passes", _bench_overhead,
+                     (model_args, _repeats(5), _gen_length(128))),
+        "batch": ("the batch-size sweep", _bench_sweeps, (model_args, _sizes, _gen_length(64), _quiet)),
+        "length": ("AR vs diffusion over answer length", _bench_sweeps,
+                   (model_args, _ar_model, _lengths, _repeats(None, "3"), _no_extend, _quiet)),
+        "cache": ("prefix / dual KV cache speedup and identical outputs", _bench_cache,
+                  (model_args, _ar_model, _repeats(5), _gen_length(128))),
+        "likelihood": ("masked models' Monte-Carlo ELBO against the AR twin's exact bits per token",
+                       _bench_likelihood, (_likelihood_models, _ar_model, _mc_nums, _windows, _window_tokens,
+                                           _device, _seed, _quiet)),
+        "serve": ("the OpenAI-compatible server's throughput and latency, batching on and off", _bench_serve,
+                  (model_args, _clients, _requests, _gen_length(32), _quiet)),
+    }
 
 
 def run(a) -> int:
-    if a.repeats is not None and a.repeats < 1:
-        raise ValueError(f"--repeats must be a positive integer, got {a.repeats}")
-    if a.what != "length":
-        a.repeats = a.repeats or 5
-    return {"panel": _bench_panel, "controls": _bench_controls, "overhead": _bench_overhead,
-            "batch": _bench_sweeps, "length": _bench_sweeps, "cache": _bench_cache,
-            "likelihood": _bench_likelihood, "serve": _bench_serve}.get(a.what, _bench_samplers)(a)
+    """The chosen benchmark, its --repeats checked first."""
+    repeats = getattr(a, "repeats", None)
+    if repeats is not None and repeats < 1:
+        raise ValueError(f"--repeats must be a positive integer, got {repeats}")
+    return a.bench(a)
 
 
+# --- the flags, one function each (a benchmark lists the ones it reads) ------------------------------------
+def _model_only(p) -> None:
+    p.add_argument("--model", default="tiny", help="'tiny', 'tiny-cap', 'tiny-ar' or a model folder (default: tiny)")
+
+
+def _device(p) -> None:
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ... (default: cpu)")
+
+
+def _ar_model(p) -> None:
+    p.add_argument("--ar-model", default="tiny-ar", help="causal model for gen-PPL and the AR row")
+
+
+def _cap_model(p) -> None:
+    p.add_argument("--cap-model", default=None, help="also run the CAP variant, reported under 'cap' (e.g. tiny-cap)")
+
+
+def _prompts(p) -> None:
+    p.add_argument("--prompts", type=int, default=96,
+                   help="held-out prompts (default 96; with 32, gaps of 3%% in gen-PPL are within noise)")
+
+
+def _gen_length(default: int, note: str = ""):
+    def add(p) -> None:
+        p.add_argument("--gen-length", type=int, default=None,
+                       help=f"answer length (default {default}{', ' + note if note else ''})")
+    return add
+
+
+def _repeats(default: int | None, shown: str | None = None):
+    def add(p) -> None:
+        p.add_argument("--repeats", type=int, default=default, help=f"runs to time (default {shown or default})")
+    return add
+
+
+def _only(p) -> None:
+    p.add_argument("--only", nargs="*", help="run only these sampler names")
+
+
+def _seed(p) -> None:
+    p.add_argument("--seed", type=int, default=0)
+
+
+def _quiet(p) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def _rounds(p) -> None:
+    p.add_argument("--rounds", type=int, default=2, help="rounds over the thread settings (default 2)")
+
+
+def _keywords(p) -> None:
+    p.add_argument("--keywords", action="append", metavar="A,B,C",
+                   help="a keyword set to test instead of the built-in triples (repeatable)")
+
+
+def _triples(p) -> None:
+    p.add_argument("--triples", type=int, default=30, help="built-in keyword triples (default 30)")
+
+
+def _samples(p) -> None:
+    p.add_argument("--samples", type=int, default=4, help="samples per keyword set (default 4)")
+
+
+def _methods(p) -> None:
+    p.add_argument("--methods", nargs="*", help="keyword methods to compare, the first one reported at the top "
+                   "(default: place boost boost_only)")
+
+
+def _sizes(p) -> None:
+    p.add_argument("--sizes", type=int, nargs="*", help="batch sizes (default 1 4 8 16; on a GPU it goes on "
+                   "doubling until memory runs out)")
+
+
+def _lengths(p) -> None:
+    p.add_argument("--lengths", type=int, nargs="*", help="answer lengths (default 32 64 128 256 512)")
+
+
+def _no_extend(p) -> None:
+    p.add_argument("--no-extend", action="store_true", help="skip lengths past the models' context instead of "
+                   "running them on stretched-position copies (speed only)")
+
+
+def _likelihood_models(p) -> None:
+    p.add_argument("--models", nargs="+", default=["tiny", "tiny-cap"], help="masked models (names or folders; "
+                   "default: tiny tiny-cap), each against --ar-model")
+
+
+def _mc_nums(p) -> None:
+    p.add_argument("--mc-nums", type=int, nargs="+", default=[1, 4, 16, 64],
+                   help="Monte-Carlo draws per window (default 1 4 16 64)")
+
+
+def _windows(p) -> None:
+    p.add_argument("--windows", type=int, default=32, help="held-out windows, evenly spaced (default 32; 0: all)")
+
+
+def _window_tokens(p) -> None:
+    p.add_argument("--window-tokens", type=int, default=256, help="tokens per window (default 256; at most every "
+                   "model's context, e.g. 64 for the notebook's from-scratch models)")
+
+
+def _clients(p) -> None:
+    p.add_argument("--clients", type=int, nargs="*", help="concurrent client levels (default 1 4 16 64)")
+
+
+def _requests(p) -> None:
+    p.add_argument("--requests", type=int, default=2, help="requests per client per level (default 2)")
+
+
+# --- the benchmarks ----------------------------------------------------------------------------------------
 def _bench_likelihood(a) -> int:
     from ..bench.likelihood import bench_likelihood, table
 

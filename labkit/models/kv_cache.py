@@ -31,6 +31,9 @@ import torch
 
 from .handle import Denoiser, Wrapper
 
+# torch.compile modes labkit offers: a cache's compile=, accel.compiled(lm, mode) and `labkit generate --compile`
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
 
 def window_kv(past, k: torch.Tensor, v: torch.Tensor, start: int, write: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """One layer's keys and values for a window pass: past (K, V), each (B, heads, L, hd), with the
@@ -72,7 +75,6 @@ class _BlockCache(Wrapper):
                              f"the LLaDA, LLaDA-MoE or Dream family); {lm.name!r} is {type(lm.net).__name__}")
         super().__init__(lm)
         if compile is not None:
-            from ..accel import COMPILE_MODES
             if compile not in COMPILE_MODES:
                 raise ValueError(f"compile must be None or one of {COMPILE_MODES}, got {compile!r}")
             self._run = torch.compile(self._run, mode=compile, backend=backend, fullgraph=True)
@@ -190,4 +192,4 @@ class CausalCache(Wrapper):
         return self._logits[:, :n]
 
 
-__all__ = ["CausalCache", "DualCache", "PrefixCache"]
+__all__ = ["COMPILE_MODES", "CausalCache", "DualCache", "PrefixCache"]

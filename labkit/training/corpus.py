@@ -38,10 +38,6 @@ def plays_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "plays"
 
 
-def play_names() -> list[str]:
-    return sorted(p.stem for p in plays_dir().rglob("*.md"))
-
-
 _SPEAKER = re.compile(r"^\*\*(.+?)\*\*\s*$")
 _DIRECTION = re.compile(r"^_.*_?$|^\[.*\]$")
 _INLINE_DIRECTION = re.compile(r"\s*\[[^\]]*\]\s*|\s*_[^_]+_\s*")
