@@ -299,7 +299,7 @@ def test_a_causal_model_opens_on_its_rule_and_refuses_presets(toy):
 def test_a_model_that_fails_to_load_leaves_the_menu_on_the_model_in_use(toy, monkeypatch):
     def broken(name, device=None):
         raise FileNotFoundError(f"the embedded model {name!r} is missing")
-    monkeypatch.setattr(widgets, "load", broken)
+    monkeypatch.setattr("labkit.ui.panel.load", broken)     # the panel's model menu loads with it
     lab = widgets.Lab(toy, "ROMEO:\n", run=False, **SMALL)
     lab.select_model("tiny-ar")
     assert lab.model.value == "toy" and lab.lm is toy and "is missing" in lab.error

@@ -9,15 +9,17 @@ region, canvas positions `trace.prompt_len` onward.
     token_grid(trace, lm, step=None)     HTML: the canvas at one step, coloured spans
     token_grid_steps(trace, lm)          HTML: every step, one numbered line each
     step_slider(trace, lm)               plotly: a step scrubber that needs no kernel
-    to_html(trace, lm, path)             a standalone, offline HTML report
-    loss_figure / LiveLoss               training loss curves (LiveLoss: redrawn while training)
+    stats_table(stats)                   HTML: a dict as a two-column table
+    continuous_heatmap(trace, lm)        plotly: a continuous-diffusion trace's nearest tokens
+
+Their neighbours, still reachable from here: `to_html` (the standalone HTML report) lives in
+`ui/report.py`, `loss_figure` / `LiveLoss` (training loss curves) in `ui/training_views.py`.
 """
 from __future__ import annotations
 
 import functools
 import html
-import time
-from pathlib import Path
+import importlib
 
 import numpy as np
 
@@ -54,7 +56,8 @@ class Html(str):
 
 
 # --- shared helpers ---------------------------------------------------------------------------
-def _check(trace, row) -> None:
+def check_trace(trace, row) -> None:
+    """Refuse an empty trace or a row outside its batch (ValueError)."""
     if not len(trace):
         raise ValueError("trace has no steps to show")
     B = trace.init.shape[0]
@@ -85,7 +88,8 @@ def _state(trace, row) -> np.ndarray:
     return s
 
 
-def _has_edits(trace, row) -> bool:
+def has_edits(trace, row) -> bool:
+    """Whether any step of `row` edited a written token (token → token)."""
     return bool(_gen(trace.edits(), trace, row).any())
 
 
@@ -117,7 +121,7 @@ def _matrix(trace, kind, row) -> np.ndarray:
 def _categories(trace, kind, row) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """(names, colours) for categorical kinds, None for continuous ones."""
     if kind == "state":
-        n = 5 if trace.has_pins else 4 if _has_edits(trace, row) else 3
+        n = 5 if trace.has_pins else 4 if has_edits(trace, row) else 3
         return STATE_NAMES[:n], STATE_COLORS[:n]
     if kind == "edits":
         return ("unchanged", "edited"), ("#f3f4f6", STATE_COLORS[EDITED])
@@ -163,7 +167,7 @@ def heatmap(trace, lm=None, kind: str = "state", row: int = 0):
     "edits": token→token edits per step. Hover shows the token strings when `lm` is given."""
     import plotly.graph_objects as go
     _check_kind(kind)
-    _check(trace, row)
+    check_trace(trace, row)
     z = _matrix(trace, kind, row)                                 # (S, N) or (1, N)
     hm = dict(z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]), xgap=0, ygap=0)
     where = "position %{x}" if kind == "commit_step" else "step %{y} · pos %{x}"
@@ -203,7 +207,7 @@ def step_slider(trace, lm: Denoiser, row: int = 0, cols: int = 16):
     kernel. Each frame draws the canvas after that step, wrapped `cols` positions per line,
     coloured by state, with the token text in the cells."""
     import plotly.graph_objects as go
-    _check(trace, row)
+    check_trace(trace, row)
     state = _state(trace, row)                                    # (S, N)
     text = _cell_text(trace, lm, row)                             # (S, N)
     S, N = state.shape
@@ -250,7 +254,7 @@ def step_slider(trace, lm: Denoiser, row: int = 0, cols: int = 16):
 
 # --- matplotlib -------------------------------------------------------------------------------
 @functools.cache
-def _png_figure():
+def png_figure():
     """A matplotlib Figure class that renders itself in a notebook: a pyplot-free Figure has no
     display hook of its own, and a bare one shows as `<Figure size ...>`."""
     import io
@@ -271,10 +275,10 @@ def heatmap_matplotlib(trace, lm=None, kind: str = "state", row: int = 0, ax=Non
     import matplotlib as mpl
     from matplotlib.colors import BoundaryNorm, ListedColormap
     _check_kind(kind)
-    _check(trace, row)
+    check_trace(trace, row)
     z = _matrix(trace, kind, row)                                 # (S, N) or (1, N)
     if ax is None:
-        fig = _png_figure()(figsize=(10, 2 if kind == "commit_step" else 5), layout="constrained")
+        fig = png_figure()(figsize=(10, 2 if kind == "commit_step" else 5), layout="constrained")
         ax = fig.add_subplot()
     fig = ax.figure
     cats = _categories(trace, kind, row)
@@ -344,7 +348,7 @@ def token_grid(trace, lm: Denoiser, step: int | None = None, row: int = 0) -> st
     """HTML: the canvas after `step` (default: the last). Masks are grey ▢, tokens committed at
     this step are coloured by confidence (red < 0.3, orange < 0.7, green), earlier ones blue,
     edited ones outlined, pinned ones green with an outline; hover a new token for its confidence."""
-    _check(trace, row)
+    check_trace(trace, row)
     S = len(trace)
     step = S - 1 if step is None else step
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not -S <= step < S:
@@ -354,7 +358,7 @@ def token_grid(trace, lm: Denoiser, step: int | None = None, row: int = 0) -> st
 
 def token_grid_steps(trace, lm: Denoiser, row: int = 0) -> str:
     """HTML: every step's canvas, one numbered line per step (newlines shown as ↵ only)."""
-    _check(trace, row)
+    check_trace(trace, row)
     a, w = _rows(trace, lm, row), len(str(len(trace) - 1))
     lines = [f'<div><span class="lk-n">{s:>{w}} </span>{_spans(a, s, trace.mask_id, False)}</div>'
              for s in range(len(trace))]
@@ -370,28 +374,6 @@ def stats_table(stats: dict) -> str:
     return Html(f'{_CSS}<table class="lk-stats">{rows}</table>')
 
 
-def to_html(trace, lm: Denoiser, path, title: str = "labkit generation", row: int = 0,
-            stats: dict | None = None) -> Path:
-    """Write a standalone HTML report (plotly JS inlined, so it works offline): the step slider,
-    the state / confidence (/ edits) heatmaps and the token grid of every step. Returns the Path."""
-    _check(trace, row)
-    path = Path(path)
-    figs = [step_slider(trace, lm, row), heatmap(trace, lm, "state", row),
-            heatmap(trace, lm, "confidence", row)]
-    if _has_edits(trace, row):
-        figs.append(heatmap(trace, lm, "edits", row))
-    plots = [f.to_html(full_html=False, include_plotlyjs=i == 0) for i, f in enumerate(figs)]
-    info = {**(stats or {}), **trace.meta, "steps recorded": len(trace), "row": row}
-    body = "\n".join([f"<h1>{html.escape(title)}</h1>", stats_table(info),
-                      "<h2>Final canvas</h2>", token_grid(trace, lm, row=row), *plots,
-                      "<h2>Every step</h2>", token_grid_steps(trace, lm, row)])
-    doc = (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-           f'</head><body style="font-family:sans-serif;margin:1.5em">\n{body}\n</body></html>\n')
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(doc, encoding="utf-8")
-    return path
-
-
 # --- continuous diffusion (labkit.continuous) ------------------------------------------------
 CONTINUOUS_VALUES = ("distance", "probability")
 
@@ -405,7 +387,7 @@ def continuous_heatmap(trace, lm=None, value: str = "distance", row: int = 0):
     import plotly.graph_objects as go
     if value not in CONTINUOUS_VALUES:
         raise ValueError(f"value must be one of {CONTINUOUS_VALUES}, got {value!r}")
-    _check(trace, row)
+    check_trace(trace, row)
     if value == "distance":
         if "distance" not in trace.meta:
             raise ValueError("this trace has no per-step distances: it was not made by generate_continuous")
@@ -425,54 +407,13 @@ def continuous_heatmap(trace, lm=None, value: str = "distance", row: int = 0):
     return fig
 
 
-# --- training curves --------------------------------------------------------------------------
-def loss_figure(histories: dict, smooth: int = 25, title: str = "training loss"):
-    """matplotlib Figure (renders in a notebook): one panel per run in `histories`
-    {name: [(step, loss), ...]}, the raw loss faint and its moving average over `smooth` steps."""
-    if not histories:
-        raise ValueError("histories is empty: give {name: [(step, loss), ...]}")
-    fig = _png_figure()(figsize=(4.2 * len(histories), 3.0), layout="constrained")
-    for ax, (name, hist) in zip(fig.subplots(1, len(histories), squeeze=False)[0], histories.items()):
-        if hist:
-            steps, loss = np.asarray(hist, dtype=np.float64).T              # (n,), (n,)
-            ax.plot(steps, loss, color="#93c5fd", lw=0.8)
-            k = max(1, min(smooth, len(loss)))
-            ax.plot(steps[k - 1:], np.convolve(loss, np.ones(k) / k, "valid"), color="#1d4ed8", lw=1.8)
-        ax.set(title=f"{name} ({len(hist)} steps)", xlabel="step", ylabel="loss")
-        ax.grid(alpha=0.3)
-    fig.suptitle(title)
-    return fig
+# --- moved out, still answered for -----------------------------------------------------------
+_MOVED = {"to_html": "report", "loss_figure": "training_views", "LiveLoss": "training_views"}
 
 
-class LiveLoss:
-    """Loss curves redrawn in place while models train: pass `live.on_step(name)` as a training
-    callback. The figure is a PNG re-sent to one notebook output (IPython display_id), so it
-    needs no widget and survives nbconvert; redrawn at most every `every` seconds, and by `draw()`."""
-
-    def __init__(self, names=("loss",), every: float = 3.0, smooth: int = 25, title: str = "training loss"):
-        self.history = {n: [] for n in names}
-        self.every, self.smooth, self.title = every, smooth, title
-        self._handle, self._last = None, float("-inf")
-
-    def on_step(self, name: str):
-        """A callback (step, loss) that records `name`'s loss and redraws when due."""
-        if name not in self.history:
-            raise ValueError(f"unknown run {name!r}; LiveLoss has {tuple(self.history)}")
-
-        def record(step: int, loss: float) -> None:
-            self.history[name].append((step, float(loss)))
-            if time.perf_counter() - self._last >= self.every:
-                self.draw()
-        return record
-
-    def figure(self):
-        return loss_figure(self.history, self.smooth, self.title)
-
-    def draw(self) -> None:
-        from IPython.display import display
-        fig = self.figure()
-        if self._handle is None:
-            self._handle = display(fig, display_id=True)
-        else:
-            self._handle.update(fig)
-        self._last = time.perf_counter()
+def __getattr__(name: str):
+    """`viz.to_html`, `viz.loss_figure` and `viz.LiveLoss` (and `from labkit.ui.viz import ...`) keep
+    working: they are looked up in their own modules on first use."""
+    if name in _MOVED:
+        return getattr(importlib.import_module(f".{_MOVED[name]}", __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
