@@ -208,9 +208,9 @@ def test_recipe_sweep_ranks_variants_by_targets_then_variety():
 
 
 @pytest.mark.parametrize("args, word", [
-    (["generate", "--sampler", "threshold", "--threshold", "1.5", "ROMEO:"], "threshold must be in [0, 1]"),
-    (["generate", "--sampler", "threshold", "--threshold", "-0.5", "ROMEO:"], "threshold must be in [0, 1]"),
-    (["generate", "--sampler", "speed", "--editing-threshold", "2", "ROMEO:"], "editing_threshold must be in [0, 1]"),
+    (["generate", "--sampler", "threshold", "--threshold", "1.5", "ROMEO:"], "threshold must be a number in [0, 1]"),
+    (["generate", "--sampler", "threshold", "--threshold", "-0.5", "ROMEO:"], "threshold must be a number in [0, 1]"),
+    (["generate", "--sampler", "speed", "--editing-threshold", "2", "ROMEO:"], "editing_threshold must be a number in [0, 1]"),
     (["generate", "--sampler", "factor", "--factor", "0", "ROMEO:"], "factor must be a number > 0"),
     (["generate", "--sampler", "entropy_bound", "--entropy-bound", "-1", "ROMEO:"], "entropy_bound must be"),
     (["generate", "--threshold", "0.7", "ROMEO:"], "--threshold: not read by sampler 'low_confidence'"),

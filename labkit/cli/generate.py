@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
+from ..accel import COMPILE_MODES
 from .common import Given, load_model, model_args, note, output_file
 
 
@@ -27,37 +28,61 @@ def add_parser(sub) -> None:
 
 
 def sampler_args(g) -> None:
-    """The rule and loop flags (`labkit generate`, `labkit batch`): one list of them."""
+    """The rule and loop flags (`labkit generate`, `labkit batch`), built from the knob descriptions
+    (labkit.samplers.knobs): a knob added to the registry gets its flag and help here."""
     from .. import defaults
-    from ..samplers import registry
+    from ..samplers import knobs
 
-    g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH)
-    g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH)
-    g.add_argument("--steps", type=int, action=Given, help=f"step budget (default {defaults.STEPS}; "
+    g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH, help=_help(knobs.GEN_LENGTH))
+    g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH, help=_help(knobs.BLOCK_LENGTH))
+    g.add_argument("--steps", type=int, action=Given, help=f"{_help(knobs.STEPS)} (default {defaults.STEPS}; "
                    "rules that run until each block is done ignore it)")
-    g.add_argument("--temperature", type=float, help=f"default {defaults.TEMPERATURE}; 0 is greedy")
-    g.add_argument("--top-p", type=float, help=f"nucleus at temperature > 0 (default {defaults.TOP_P})")
-    g.add_argument("--sampler", choices=registry.NAMES, help="rule (default: low_confidence; autoregressive "
-                   "for a causal model); speed / quality are LLaDA2.1's S and Q modes")
-    g.add_argument("--threshold", type=float, help="threshold, draft_edit, speed, quality: commit at or "
-                   "above this confidence, in [0, 1]")
-    g.add_argument("--editing-threshold", type=float, help="draft_edit, speed, quality: edit at or above "
-                   "this probability, in [0, 1]")
-    g.add_argument("--factor", type=float, help="factor: Fast-dLLM's factor (> 0, default 1.0)")
-    g.add_argument("--entropy-bound", type=float, help="entropy_bound: the EB-sampler's bound in nats "
-                   "(>= 0, default 0.1)")
-    g.add_argument("--remasking", choices=["low_confidence", "random"], help="low_confidence (default) "
-                   "or random (the same as --sampler random)")
+    rule_args(g)
     g.add_argument("--eos-early-stop", action="store_true", help="stop once an EOS is written")
-    g.add_argument("--penalty-lambda", type=float, default=0.0, help="anti-stutter penalty (SGLang)")
-    g.add_argument("--cfg-scale", type=float, default=0.0)
-    g.add_argument("--seed", type=int, default=0)
+    for knob in (knobs.PENALTY_LAMBDA, knobs.CFG_SCALE):
+        g.add_argument(knob.flag, type=float, default=0.0, help=_help(knob))
+    g.add_argument("--seed", type=int, default=0, help=_help(knobs.SEED))
     g.add_argument("--cache", choices=["none", "prefix", "dual"], default="none",
                    help="Fast-dLLM's block KV cache (labkit.models.kv_cache; masked models with a KV-cache pass)")
     g.add_argument("--gpu-path", action="store_true", help="lk.Accel.GPU: no per-step device reads or timing "
                    "(same tokens; steps are not timed one by one)")
-    g.add_argument("--compile", choices=["none", "default", "reduce-overhead", "max-autotune"], default="none",
+    g.add_argument("--compile", choices=["none", *COMPILE_MODES], default="none",
                    help="torch.compile the forward pass (reduce-overhead: CUDA graphs on a GPU; same tokens)")
+
+
+def rule_args(g) -> None:
+    """--sampler and the flags of every knob a rule reads (`labkit generate`, `labkit batch`, `labkit eval --tasks`)."""
+    from ..samplers import knobs, registry
+
+    g.add_argument("--sampler", choices=registry.names(), help="rule (default: the model's own: low_confidence; "
+                   "autoregressive for a causal model); speed / quality are LLaDA2.1's S and Q modes")
+    for knob in (*knobs.SAMPLING, *registry.rule_knobs().values()):
+        g.add_argument(knob.flag, **_flag_type(knob), help=_help(knob, registry.readers(knob.name)))
+    g.add_argument("--remasking", choices=["low_confidence", "random"], help="low_confidence (default) "
+                   "or random (the same as --sampler random)")
+    g.set_defaults(steps_given=False, steps=None)
+
+
+def _help(knob, readers: list[str] | None = None) -> str:
+    """A flag's help from its description: what it does, what it takes, which rules read it."""
+    from .. import defaults
+    from ..samplers import registry
+
+    text = f"{knob.help}; {knob.allowed()}"
+    if knob.name == "temperature":
+        text += f" (default {defaults.TEMPERATURE})"
+    elif knob.name == "top_p":
+        text += f" (default {defaults.TOP_P})"
+    if readers is not None and set(readers) != set(registry.names()):
+        text += f"; read by {', '.join(readers)}"
+    return text.replace("%", "%%")
+
+
+def _flag_type(knob) -> dict:
+    """argparse's type / choices for a knob: the range itself is checked with the rule (one-line errors)."""
+    if knob.kind is str:
+        return {"choices": knob.choices}
+    return {"type": knob.kind}
 
 
 def run(a) -> int:
@@ -135,12 +160,11 @@ def rule_after_load(a, lm, name: str, sampler, notes: list[str]):
     """The rule for the loaded model (a causal model: autoregressive; a family with its own rule,
     e.g. LLaDA2.x: quality, unless --sampler says otherwise), checked again; prints the notes."""
     from ..decode import check_knobs
+    from ..samplers import registry
 
-    own = lm.family.default_sampler if lm.family is not None else None
-    if a.sampler is None and lm.kind == "causal" and name != "autoregressive":
-        name, sampler, notes = sampler_from_flags(a, default="autoregressive")     # its flags checked again
-    elif a.sampler is None and own is not None and name != own:
-        name, sampler, notes = sampler_from_flags(a, default=own)
+    own = registry.default_rule(lm)       # a causal model: autoregressive; LLaDA2.x: quality
+    if a.sampler is None and name != own:
+        name, sampler, notes = sampler_from_flags(a, default=own)          # its flags checked again
     check_knobs(sampler, **_knobs(a))
     for text in notes:
         note(text)
@@ -175,6 +199,7 @@ def sampler_from_flags(a, default: str = "low_confidence"):
     temperature 0) gets a note, printed once everything is checked."""
     from .. import defaults
     from ..samplers import registry
+    from ..samplers.knobs import KnobError
 
     name, notes = a.sampler or default, []
     if a.remasking is not None:
@@ -186,15 +211,16 @@ def sampler_from_flags(a, default: str = "low_confidence"):
     temperature = defaults.TEMPERATURE if a.temperature is None else a.temperature
     if a.top_p is not None and temperature == 0:
         notes.append("--top-p does nothing at temperature 0 (greedy decoding)")
-    flags = {"threshold": a.threshold, "editing_threshold": a.editing_threshold, "factor": a.factor,
-             "entropy_bound": a.entropy_bound}
+    flags = {k: getattr(a, k) for k in registry.rule_knobs()}
     for knob, value in flags.items():
         if value is not None and knob not in registry.knobs(name):
             reads = sorted(registry.knobs(name) & set(flags))
-            raise ValueError(f"--{knob.replace('_', '-')}: not read by sampler {name!r}"
-                             + (f" (it reads {', '.join('--' + r.replace('_', '-') for r in reads)})" if reads
-                                else f"; use --sampler {' or '.join(registry.readers(knob))}"))
+            flag = "--" + knob.replace("_", "-")
+            raise KnobError(knob, f"{flag}: not read by sampler {name!r}"
+                            + (f" (it reads {', '.join('--' + r.replace('_', '-') for r in reads)})" if reads
+                               else f"; use --sampler {' or '.join(registry.readers(knob))}"))
     if a.steps_given and not registry.budgeted(name):
         notes.append(f"--steps is ignored by sampler {name!r}: it runs each block until it is done")
     a.steps = defaults.STEPS if a.steps is None else a.steps
-    return name, registry.rule(name, **registry.sampling(temperature, a.top_p), **flags), notes
+    sampling = {**registry.sampling(temperature, a.top_p), "top_k": a.top_k}
+    return name, registry.rule(name, **sampling, **flags), notes

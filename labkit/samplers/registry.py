@@ -1,12 +1,16 @@
-"""The lab's one list of rule names: what the panel, the command line and `generate(lm, p, "speed")`
-offer, which knobs each rule reads, and how a name plus knobs becomes a rule object.
+"""The lab's one list of rules: what the panel, the command line, the server, lm-eval and
+`generate(lm, p, "speed")` offer, which knobs each rule reads (described once in `knobs`), and how
+a name plus knobs becomes a rule object.
 
     rule("speed")                          # DraftEdit.speed(): LLaDA2.1's S mode
     rule("threshold", threshold=0.7)       # Threshold(threshold=0.7)
-    rule("low_confidence", threshold=0.7)  # ValueError: low_confidence does not read threshold
+    rule("low_confidence", threshold=0.7)  # KnobError: low_confidence does not read threshold
     resolve("quality") / resolve(Threshold())   # a name or a rule object → a rule object
+    defaults("draft_edit")                 # {"threshold": 0.95, "editing_threshold": 0.9, ...}: the rule's own
+    default_rule(lm)                       # the rule a model gets when none is asked for
 
-A knob given as None counts as not given (the rule's own default applies).
+A knob given as None counts as not given (the rule's own default applies). Adding a rule is one
+entry here; a new knob is one `Knob` in `knobs.py` listed on the entries that read it.
 """
 from __future__ import annotations
 
@@ -16,17 +20,17 @@ from typing import Callable
 from .autoregressive import Autoregressive
 from .base import Rule, Sampler
 from .draft_edit import DraftEdit
+from .knobs import EDITING_THRESHOLD, ENTROPY_BOUND, FACTOR, SAMPLING, SCORE, THRESHOLD, Knob, KnobError
 from .low_confidence import LowConfidence
 from .threshold import EntropyBound, Threshold
 
-SAMPLING = frozenset({"temperature", "top_k", "top_p"})
 DEFAULT_TOP_P = 0.9   # the nucleus the lab samples from at temperature > 0 unless told (defaults.TOP_P)
 
 
 @dataclass(frozen=True)
 class Entry:
     build: Callable[..., Rule]        # knobs → rule object
-    knobs: frozenset[str]             # the knobs it reads besides temperature / top_k / top_p
+    knobs: tuple[Knob, ...]           # the knobs it reads besides the sampling ones (knobs.SAMPLING)
     summary: str
 
     @property
@@ -38,17 +42,17 @@ class Entry:
         return ("causal",) if self.build().decodes_causal else ("masked",)
 
 
-_EDIT = frozenset({"threshold", "editing_threshold"})
+_EDIT = (THRESHOLD, EDITING_THRESHOLD)
 RULES: dict[str, Entry] = {
-    "low_confidence": Entry(lambda **k: LowConfidence(**k), frozenset(),
+    "low_confidence": Entry(lambda **k: LowConfidence(**k), (SCORE,),
                             "LLaDA: commit the most confident masks, a fixed number per step"),
-    "random": Entry(lambda **k: LowConfidence(remasking="random", **k), frozenset(),
+    "random": Entry(lambda **k: LowConfidence(remasking="random", **k), (),
                     "LLaDA's random remasking: a fixed number per step, positions at random"),
-    "threshold": Entry(lambda **k: Threshold(**k), frozenset({"threshold"}),
+    "threshold": Entry(lambda **k: Threshold(**k), (THRESHOLD,),
                        "Fast-dLLM: commit every mask whose confidence clears the threshold"),
-    "factor": Entry(lambda factor=1.0, **k: Threshold(threshold=None, factor=factor, **k), frozenset({"factor"}),
+    "factor": Entry(lambda factor=1.0, **k: Threshold(threshold=None, factor=factor, **k), (FACTOR,),
                     "Fast-dLLM's factor rule: as many as its error bound allows"),
-    "entropy_bound": Entry(lambda **k: EntropyBound(**k), frozenset({"entropy_bound"}),
+    "entropy_bound": Entry(lambda **k: EntropyBound(**k), (ENTROPY_BOUND,),
                            "EB-sampler: commit the surest masks while their entropy sum stays bounded"),
     "draft_edit": Entry(lambda **k: DraftEdit(**k), _EDIT,
                         "LLaDA2.1: draft masks above threshold, edit tokens above editing_threshold"),
@@ -56,21 +60,57 @@ RULES: dict[str, Entry] = {
                    f"{DraftEdit.speed().threshold} / {DraftEdit.speed().editing_threshold}"),
     "quality": Entry(lambda **k: DraftEdit.quality(**k), _EDIT, "LLaDA2.1's Q mode: draft_edit with thresholds "
                      f"{DraftEdit.quality().threshold} / {DraftEdit.quality().editing_threshold}"),
-    "autoregressive": Entry(lambda **k: Autoregressive(**k), frozenset(),
+    "autoregressive": Entry(lambda **k: Autoregressive(**k), (),
                             "left to right, one token per step (the only rule for a causal model)"),
 }
-NAMES = tuple(RULES)
+NAMES = tuple(RULES)                  # the built-in names (names() also sees entries added since)
 PRESETS = ("speed", "quality")        # the S and Q modes: DraftEdit's presets, by name
+SAMPLING_NAMES = frozenset(k.name for k in SAMPLING)
+
+
+def rule_knobs() -> dict[str, Knob]:
+    """Every rule knob some entry reads, in the registry's order, by name (one description each)."""
+    found: dict[str, Knob] = {}
+    for name, entry in RULES.items():
+        for k in entry.knobs:
+            if found.setdefault(k.name, k) != k:
+                raise ValueError(f"two descriptions of knob {k.name!r} (rule {name!r}): describe it once")
+    return found
+
+
+def all_knobs() -> dict[str, Knob]:
+    """The sampling knobs and every rule knob, by name."""
+    return {**{k.name: k for k in SAMPLING}, **rule_knobs()}
 
 
 def knobs(name: str) -> frozenset[str]:
     """Every knob rule `name` reads, sampling knobs included."""
-    return _entry(name).knobs | SAMPLING
+    return frozenset(k.name for k in _entry(name).knobs) | SAMPLING_NAMES
 
 
 def readers(knob: str) -> list[str]:
     """The rule names that read `knob`."""
-    return [n for n in NAMES if knob in RULES[n].knobs | SAMPLING]
+    return [n for n in names() if knob in knobs(n)]
+
+
+def names() -> tuple[str, ...]:
+    """The rule names, in the registry's order (NAMES, read now: an entry added later counts)."""
+    return tuple(RULES)
+
+
+def defaults(name: str) -> dict:
+    """The rule's own value of each knob it reads (sampling knobs included), read off the rule object."""
+    built = _entry(name).build()
+    return {k: getattr(built, k) for k in sorted(knobs(name)) if hasattr(built, k)}
+
+
+def default_rule(lm) -> str:
+    """The rule a model gets when none is asked for: its family's own (LLaDA2.x: quality), else
+    LLaDA's rule for a diffusion model and left to right for a causal one."""
+    own = getattr(getattr(lm, "family", None), "default_sampler", None)
+    if own is not None:
+        return own
+    return "autoregressive" if lm.kind == "causal" else "low_confidence"
 
 
 def budgeted(name: str) -> bool:
@@ -79,7 +119,7 @@ def budgeted(name: str) -> bool:
 
 def names_for(kind: str) -> tuple[str, ...]:
     """The rule names the lab offers for a model of this kind ("masked" or "causal")."""
-    return tuple(n for n in NAMES if kind in RULES[n].kinds)
+    return tuple(n for n in names() if kind in RULES[n].kinds)
 
 
 def sampling(temperature: float, top_p: float | None = None) -> dict:
@@ -90,16 +130,25 @@ def sampling(temperature: float, top_p: float | None = None) -> dict:
     return {"temperature": temperature, "top_p": None}
 
 
-def rule(name: str, **given):
-    """The rule object for `name` with these knobs (None = not given). A knob the rule does not
-    read is an error that names the knobs it does read."""
+def check_given(name: str, given: dict) -> dict:
+    """The knobs given for rule `name` (None = not given), each checked against its description:
+    a knob the rule does not read, or a value out of range, is a KnobError naming it."""
     entry = _entry(name)
     given = {k: v for k, v in given.items() if v is not None}
-    unused = sorted(set(given) - entry.knobs - SAMPLING)
-    if unused:
-        reads = ", ".join(sorted(entry.knobs | SAMPLING))
-        raise ValueError(f"{', '.join(unused)}: not read by sampler {name!r} (it reads {reads})")
-    return entry.build(**given)
+    reads = knobs(name)
+    for k in sorted(given):
+        if k not in reads:
+            if k not in all_knobs():
+                raise KnobError(k, f"{k}: not a knob of any rule (the knobs: {', '.join(sorted(all_knobs()))})")
+            raise KnobError(k, f"{k}: not read by sampler {name!r} (it reads {', '.join(sorted(reads))}; "
+                               f"{k} is read by {', '.join(readers(k))})")
+    described = {**{k.name: k for k in SAMPLING}, **{k.name: k for k in entry.knobs}}
+    return {k: described[k].check(v) for k, v in given.items()}
+
+
+def rule(name: str, **given):
+    """The rule object for `name` with these knobs (None = not given), each checked (KnobError)."""
+    return _entry(name).build(**check_given(name, given))
 
 
 def resolve(sampler):
@@ -108,15 +157,16 @@ def resolve(sampler):
         return None if sampler is None else rule(sampler)
     if isinstance(sampler, (str, type)) or not isinstance(sampler, Sampler):
         raise ValueError(f"sampler must be a rule object (e.g. lk.Threshold(); your own rules subclass "
-                         f"labkit.samplers.Rule) or one of the names {', '.join(NAMES)}; got {sampler!r}")
+                         f"labkit.samplers.Rule) or one of the names {', '.join(names())}; got {sampler!r}")
     return sampler
 
 
 def _entry(name) -> Entry:
     if name not in RULES:
-        raise ValueError(f"sampler must be one of {', '.join(NAMES)}; got {name!r}")
+        raise KnobError("sampler", f"sampler must be one of {', '.join(names())}; got {name!r}")
     return RULES[name]
 
 
-__all__ = ["DEFAULT_TOP_P", "NAMES", "PRESETS", "RULES", "budgeted", "knobs", "names_for", "readers", "resolve", "rule",
+__all__ = ["DEFAULT_TOP_P", "NAMES", "PRESETS", "RULES", "Entry", "KnobError", "all_knobs", "budgeted", "check_given",
+           "default_rule", "defaults", "knobs", "names", "names_for", "readers", "resolve", "rule", "rule_knobs",
            "sampling"]

@@ -227,9 +227,8 @@ class Scheduler:
         t0 = time.perf_counter()
         seed = secrets.randbits(63) if k.seed is None else k.seed      # no seed: a fresh sample
         try:
-            out = generate(self.lm, prompts, k.rule(), gen_length=k.gen_length, block_length=k.block_length,
-                           steps=k.steps, seed=seed, eos_early_stop=True, controls=k.controls(),
-                           on_start=watch.start, on_step=watch.step)
+            out = generate(self.lm, prompts, k.rule(), **k.loop(), seed=seed, eos_early_stop=True,
+                           controls=k.controls(), on_start=watch.start, on_step=watch.step)
         except ValueError as e:
             if watch.started:                         # raised while decoding: a bug, not the request
                 raise RuntimeError(str(e)) from e

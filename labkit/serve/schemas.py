@@ -12,9 +12,11 @@ server does with the standard fields:
 - `temperature`, `top_p`, `seed`: the registry's sampling knobs (temperature 0 is greedy). Without a
   seed a sampling request draws a fresh one; with a seed it runs alone, so the seed reproduces it.
 - `n`: only 1. `stop`, `logprobs`, penalties other than 0, tools: refused with 400.
-- Diffusion knobs as extra fields: sampler, preset ("speed"/"quality"), steps, block_length,
-  threshold, editing_threshold, keywords (words that must appear), drafts (streaming only: send
-  each step's draft of the current block in an extra field).
+- Diffusion knobs as extra fields (`diffusion_fields()`): sampler, preset ("speed"/"quality"), the
+  loop's steps, block_length, seed, cfg_scale, penalty_lambda, every knob of the rule registry
+  (threshold, editing_threshold, factor, entropy_bound, score, top_k, ... as described in
+  labkit.samplers.knobs), keywords (words that must appear), drafts (streaming only: send each
+  step's draft of the current block in an extra field).
 """
 from __future__ import annotations
 
@@ -23,21 +25,38 @@ import numbers
 from dataclasses import dataclass
 
 from .. import defaults
-from ..decode import chat_text, check_knobs, check_seed
+from ..decode import chat_text, check_knobs
 from ..samplers import registry
+from ..samplers.knobs import KnobError
 
 MAX_BODY = 1 << 20                      # bytes of a request body
 MAX_TOKENS = 4096                       # answer limit for a model without a context limit
 ROLES = ("system", "developer", "user", "assistant")
 NO_EFFECT = frozenset({"user", "stream_options", "metadata", "store", "service_tier", "parallel_tool_calls"})
-DIFFUSION = ("sampler", "preset", "steps", "block_length", "threshold", "editing_threshold", "keywords", "seed",
-             "drafts")
 OPENAI = ("model", "max_tokens", "max_completion_tokens", "stream", "n", "temperature", "top_p", "stop",
           "logprobs", "presence_penalty", "frequency_penalty")
-CHAT_FIELDS = frozenset(("messages", *OPENAI, *DIFFUSION)) | NO_EFFECT
-TEXT_FIELDS = frozenset(("prompt", *OPENAI, *DIFFUSION)) | NO_EFFECT
-GENERATE_FIELDS = frozenset({"prompt", "max_len", "steps", "batch_size", "sampler", "preset", "block_length",
-                             "threshold", "editing_threshold", "temperature", "top_p", "seed", "keywords"})
+LOOP_FIELDS = ("steps", "block_length", "seed", "cfg_scale", "penalty_lambda")   # samplers.knobs.LOOP, by name
+EXTRA = ("sampler", "preset", "keywords", "drafts")
+
+
+def diffusion_fields() -> tuple[str, ...]:
+    """The diffusion knobs a request may carry as extra fields: the loop's, and every knob of the
+    rule registry (read now, so a rule added to the registry is served with its knobs)."""
+    rule = tuple(k for k in registry.all_knobs() if k not in OPENAI)
+    return (*EXTRA[:2], *LOOP_FIELDS, *rule, *EXTRA[2:])
+
+
+def chat_fields() -> frozenset[str]:
+    return frozenset(("messages", *OPENAI, *diffusion_fields())) | NO_EFFECT
+
+
+def text_fields() -> frozenset[str]:
+    return frozenset(("prompt", *OPENAI, *diffusion_fields())) | NO_EFFECT
+
+
+def generate_fields() -> frozenset[str]:
+    rule = (k for k in registry.all_knobs() if k not in OPENAI)
+    return frozenset({"prompt", "max_len", "batch_size", "temperature", "top_p", *EXTRA[:3], *LOOP_FIELDS, *rule})
 
 
 class ServeError(Exception):
@@ -66,18 +85,23 @@ class Knobs:
     steps: int
     temperature: float
     top_p: float | None
-    threshold: float | None
-    editing_threshold: float | None
     seed: int | None                 # None: a fresh random seed for the run (sampling without a seed)
     keywords: tuple[str, ...] = ()
+    rule_knobs: tuple[tuple[str, object], ...] = ()   # the registry knobs given (threshold, ...), sorted
+    cfg_scale: float = 0.0
+    penalty_lambda: float = 0.0
 
     @property
     def stochastic(self) -> bool:    # the run draws from its generator (sampling, random remasking)
         return self.temperature > 0 or self.sampler == "random"
 
     def rule(self):
-        return registry.rule(self.sampler, **registry.sampling(self.temperature, self.top_p),
-                             threshold=self.threshold, editing_threshold=self.editing_threshold)
+        return registry.rule(self.sampler, **registry.sampling(self.temperature, self.top_p), **dict(self.rule_knobs))
+
+    def loop(self) -> dict:
+        """decode.generate's keywords besides the rule, the prompts and the seed."""
+        return dict(gen_length=self.gen_length, block_length=self.block_length, steps=self.steps,
+                    cfg_scale=self.cfg_scale, penalty_lambda=self.penalty_lambda)
 
     def controls(self) -> tuple:
         from ..controls import Keywords
@@ -113,14 +137,17 @@ def _get_int(body: dict, name: str, default, low: int, high: int):
     return int(v)
 
 
-def _get_float(body: dict, name: str, default, low: float, high: float, low_open: bool = False):
-    v = body.get(name)
+def _get_knob(body: dict, knob, default=None):
+    """A described knob's value from the body (its default when absent), checked: a 400 naming it."""
+    v = body.get(knob.name)
     if v is None:
         return default
-    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and (low < v if low_open else low <= v) and v <= high
-    if not ok:
-        raise bad(name, f"{name} must be a number in {'(' if low_open else '['}{low}, {high}], got {v!r}")
-    return float(v)
+    if knob.kind is int and not isinstance(v, numbers.Integral):     # JSON 3.0 is not an integer
+        raise bad(knob.name, f"{knob.name} must be {knob.allowed()}, got {v!r}")
+    try:
+        return knob.check(v)
+    except KnobError as e:
+        raise bad(e.param, str(e)) from None
 
 
 def _get_bool(body: dict, name: str, default: bool = False) -> bool:
@@ -166,8 +193,7 @@ def _sampler(lm, body: dict) -> str:
         raise bad("preset", f"preset {preset!r} contradicts sampler {name!r}: give one of them")
     if preset is not None and preset not in offered:
         raise bad("preset", f"preset {preset!r} needs a masked diffusion model; {lm.name!r} is {lm.kind!r}")
-    own = lm.family.default_sampler if lm.family is not None else None
-    return name or preset or own or ("autoregressive" if lm.kind == "causal" else "low_confidence")
+    return name or preset or registry.default_rule(lm)
 
 
 def _keywords(body: dict) -> tuple[str, ...]:
@@ -180,9 +206,8 @@ def _keywords(body: dict) -> tuple[str, ...]:
     return tuple(w.strip() for w in words)
 
 
-def knobs(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[Knobs, int]:
-    """The loop's knobs from a body and the answer limit: (Knobs, gen_length)."""
-    name = _sampler(lm, body)
+def _block(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[int, int]:
+    """(block_length, gen_length): the canvas is max_tokens rounded up to whole blocks, and must fit."""
     limit = lm.max_length
     block = _get_int(body, "block_length", None, 1, MAX_TOKENS)
     if block is None:
@@ -195,25 +220,39 @@ def knobs(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[Knobs, 
         raise bad("max_tokens", f"max_tokens: the prompt ({longest_prompt} tokens) + the canvas ({gen_length} tokens: "
                                 f"max_tokens rounded up to a multiple of block_length {block}) exceeds the model's "
                                 f"context of {limit} tokens; max_tokens may be at most {max(room, 0)} here")
-    temperature = _get_float(body, "temperature", defaults.TEMPERATURE, 0.0, 2.0)
-    k = Knobs(sampler=name, gen_length=gen_length, block_length=block,
-              steps=_get_int(body, "steps", gen_length, 1, MAX_TOKENS), temperature=temperature,
-              top_p=registry.sampling(temperature, _get_float(body, "top_p", None, 0.0, 1.0, low_open=True))["top_p"],
-              threshold=_get_float(body, "threshold", None, 0.0, 1.0),
-              editing_threshold=_get_float(body, "editing_threshold", None, 0.0, 1.0),
-              seed=_get_int(body, "seed", None, -2**63, 2**64 - 1), keywords=_keywords(body))
-    check_seed(k.seed)
+    return block, gen_length
+
+
+def knobs(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[Knobs, int]:
+    """The loop's knobs from a body and the answer limit: (Knobs, gen_length). Every knob is read
+    through its description (labkit.samplers.knobs); a refusal names the knob (KnobError.param)."""
+    from ..samplers import knobs as kn
+
+    name = _sampler(lm, body)
+    block, gen_length = _block(lm, body, max_tokens, longest_prompt)
+    temperature = _get_knob(body, kn.TEMPERATURE, defaults.TEMPERATURE)
+    given = {k: _get_knob(body, knob) for k, knob in registry.all_knobs().items() if k not in OPENAI}
+    try:
+        given = registry.check_given(name, {k: v for k, v in given.items() if v is not None})
+    except KnobError as e:
+        raise bad(e.param, str(e)) from None
+    k = Knobs(sampler=name, gen_length=gen_length, block_length=block, steps=_get_int(body, "steps", gen_length, 1,
+              MAX_TOKENS), temperature=temperature,
+              top_p=registry.sampling(temperature, _get_knob(body, kn.TOP_P))["top_p"],
+              seed=_get_knob(body, kn.SEED), keywords=_keywords(body), rule_knobs=tuple(sorted(given.items())),
+              cfg_scale=_get_knob(body, kn.CFG_SCALE, 0.0), penalty_lambda=_get_knob(body, kn.PENALTY_LAMBDA, 0.0))
     if not k.stochastic:                      # greedy: the seed changes nothing, so requests batch whatever it is
         k = dataclasses.replace(k, seed=0)
     try:
-        rule = k.rule()
-        check_knobs(rule, gen_length=gen_length, block_length=block, steps=k.steps)
+        check_knobs(k.rule(), **k.loop())
+    except KnobError as e:
+        raise bad(e.param, str(e)) from None
+    except ValueError as e:                   # a combination the rule itself refuses
+        raise bad("sampler", str(e)) from None
+    try:
         k.controls()
     except ValueError as e:
-        msg = str(e)
-        param = next((p for p in ("threshold", "editing_threshold", "steps", "block_length", "keywords", "top_p",
-                                  "temperature") if msg.startswith(p) or f"({p}" in msg or f" {p}" in msg), "sampler")
-        raise bad(param, msg) from None
+        raise bad("keywords", str(e)) from None
     return k, gen_length
 
 
@@ -273,13 +312,13 @@ def _job(lm, body: dict, kind: str, prompts: list[str], max_batch: int, limit_na
 
 
 def parse_chat(lm, body, max_batch: int) -> Job:
-    _check_fields(body, CHAT_FIELDS, "/v1/chat/completions")
+    _check_fields(body, chat_fields(), "/v1/chat/completions")
     _refused(body)
     return _job(lm, body, "chat", [render_chat(lm, body.get("messages"))], max_batch)
 
 
 def parse_text(lm, body, max_batch: int) -> Job:
-    _check_fields(body, TEXT_FIELDS, "/v1/completions")
+    _check_fields(body, text_fields(), "/v1/completions")
     _refused(body)
     prompt = body.get("prompt")
     prompts = [prompt] if isinstance(prompt, str) else prompt
@@ -294,7 +333,7 @@ def parse_text(lm, body, max_batch: int) -> Job:
 def parse_generate(lm, body, max_batch: int) -> Job:
     """/generate: {prompt, max_len, steps, batch_size} → batch_size answers to one prompt, decoded
     as one batch; max_len is the canvas (gen_length) exactly."""
-    _check_fields(body, GENERATE_FIELDS, "/generate")
+    _check_fields(body, generate_fields(), "/generate")
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise bad("prompt", f"prompt must be non-empty text, got {prompt!r}")
