@@ -263,7 +263,7 @@ def test_make_rule_uses_the_registry_and_its_presets():
                                                  editing_threshold=lk.DraftEdit.speed().editing_threshold)
     assert widgets.make_rule("threshold", threshold=0.3) == lk.Threshold(threshold=0.3)
     assert widgets.make_rule("low_confidence", temperature=1.0).top_p == lk.defaults.TOP_P
-    with pytest.raises(ValueError, match="threshold must be in"):
+    with pytest.raises(ValueError, match="threshold must be a number in"):
         widgets.make_rule("threshold", threshold=1.5)
 
 

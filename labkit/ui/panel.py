@@ -6,8 +6,9 @@ Every callback writes its result to Python attributes (`lab.out`, `lab.figures`,
 
 Where `Lab`'s parts are:
 
-    the knobs      KNOBS, USES, make_rule, preset_knobs and `_Knobs` (the sliders, which of them
-                   the chosen rule reads, the rule they describe): the section below
+    the knobs      knob_names, uses, make_rule, preset_knobs, knob_widget and `_Knobs` (the widgets
+                   built from the knob descriptions, which of them the chosen rule reads, the
+                   rule they describe): the section below
     the models     `ModelMenu` and `_ModelChoice` (switching the model, and the rules it offers)
     Lab            building the panel, reading its settings, the S / Q mode presets
     a run          `Running` and `Drawing` in `ui/panel_run.py`
@@ -32,20 +33,26 @@ LIVE_EVERY = 0.25         # seconds between token-grid redraws while a run decod
 # the rules the sampler menu offers (S and Q mode are buttons: draft_edit with their thresholds)
 SAMPLERS = tuple(n for n in registry.NAMES if n not in registry.PRESETS)
 PRESETS = {"S mode": "speed", "Q mode": "quality"}       # button → registry preset
-KNOBS = ("steps", "temperature", "top_p", "threshold", "editing_threshold", "factor", "entropy_bound")
-USES = {name: {k for k in KNOBS if k in registry.knobs(name)} | {"temperature"}
-        | ({"steps"} if registry.budgeted(name) else set()) for name in registry.NAMES}
 
 
-def make_rule(name: str, *, temperature: float = 0.0, threshold: float = 0.9, editing_threshold: float = 0.5,
-              factor: float = 1.0, entropy_bound: float = 0.1, top_p: float | None = None):
+def knob_names() -> tuple[str, ...]:
+    """The knobs the panel shows, besides gen_length and block_length: steps, the sampling knobs
+    and every rule knob of the registry (read now: a rule added to the registry brings its knobs)."""
+    return ("steps", "temperature", "top_p", *registry.rule_knobs())
+
+
+def uses(name: str) -> set[str]:
+    """The panel knobs rule `name` reads (top_p counts only at temperature > 0: `_enable`)."""
+    return ({k for k in knob_names() if k in registry.knobs(name)} | {"temperature"}
+            | ({"steps"} if registry.budgeted(name) else set()))
+
+
+def make_rule(name: str, *, temperature: float = 0.0, top_p: float | None = None, **knobs):
     """The sampler rule the panel's choices describe: the knobs `name` reads, the rest ignored;
     at temperature > 0 top_p (None: the lab's nucleus, registry.DEFAULT_TOP_P), as in `labkit generate`."""
-    given = dict(threshold=threshold, editing_threshold=editing_threshold, factor=factor,
-                 entropy_bound=entropy_bound)
-    reads = registry.knobs(name)                       # ValueError for an unknown name
+    reads = registry.knobs(name)                       # KnobError for an unknown name
     return registry.rule(name, **registry.sampling(temperature, top_p),
-                         **{k: v for k, v in given.items() if k in reads})
+                         **{k: v for k, v in knobs.items() if k in reads})
 
 
 def preset_knobs(preset: str) -> dict:
@@ -54,36 +61,70 @@ def preset_knobs(preset: str) -> dict:
     return dict(threshold=rule.threshold, editing_threshold=rule.editing_threshold)
 
 
-class _Knobs:
-    """Lab's knob sliders (one per name in KNOBS, plus gen_length and block_length), which of them
-    the chosen rule reads (`_enable`; `Lab._busy` greys every KNOB out while a run decodes), and
-    the rule they describe (`rule()`)."""
+def knob_widget(knob, value, **sl):
+    """The widget of one described knob: a slider over its panel range, a menu of its choices."""
+    import ipywidgets as w
 
-    def _knobs(self, lm: Denoiser, gen_length, block_length, steps, temperature, threshold, editing_threshold) -> None:
+    tip = dict(description_tooltip=f"{knob.help} ({knob.allowed()})")
+    if knob.kind is str:
+        return w.Dropdown(options=knob.choices, value=value, description=knob.name, style=sl["style"],
+                          layout=sl["layout"], **tip)
+    lo, hi, step = knob.slider
+    slider = w.IntSlider if knob.kind is int else w.FloatSlider
+    return slider(value, min=lo, max=hi, step=step, description=knob.name, **sl, **tip)
+
+
+class _Knobs:
+    """Lab's knob widgets (gen_length and block_length, then one per `knob_names()`, each built
+    from its description with the chosen rule's own default), which of them the chosen rule reads
+    (`_enable`; `Lab._busy` greys every knob out while a run decodes), and the rule they describe
+    (`rule()`). Choosing another rule in the menu puts its own defaults on the knobs it reads."""
+
+    def _knobs(self, lm: Denoiser, sampler: str, gen_length, block_length, steps, temperature, given: dict) -> None:
         import ipywidgets as w
+
+        from ..samplers import knobs as kn
         sl = dict(continuous_update=False, style={"description_width": "110px"}, layout=w.Layout(width="330px"))
         longest = min(MAX_GEN_LENGTH, lm.max_length - PROMPT_ROOM) if lm.max_length else MAX_GEN_LENGTH
         self.gen_length = w.IntSlider(gen_length, min=8, max=max(8, longest), step=8,
                                       description="gen_length", **sl)
         self.block_length = w.IntSlider(block_length, min=4, max=128, step=4, description="block_length", **sl)
-        self.steps = w.IntSlider(steps, min=1, max=256, description="steps", **sl)
-        self.temperature = w.FloatSlider(temperature, min=0.0, max=2.0, step=0.05, description="temperature", **sl)
-        self.top_p = w.FloatSlider(registry.DEFAULT_TOP_P, min=0.05, max=1.0, step=0.05, description="top_p",
-                                   description_tooltip="the nucleus sampled from at temperature > 0 "
-                                                       f"(lab default {registry.DEFAULT_TOP_P})", **sl)
-        self.threshold = w.FloatSlider(threshold, min=0.05, max=1.0, step=0.05, description="threshold", **sl)
-        self.editing_threshold = w.FloatSlider(editing_threshold, min=0.0, max=1.0, step=0.05,
-                                               description="editing_threshold", **sl)
-        self.factor = w.FloatSlider(1.0, min=0.1, max=4.0, step=0.1, description="factor", **sl)
-        self.entropy_bound = w.FloatSlider(0.1, min=0.01, max=2.0, step=0.01, description="entropy_bound", **sl)
+        self.steps = knob_widget(kn.STEPS, steps, **sl)
+        self.temperature = knob_widget(kn.TEMPERATURE, temperature, **sl)
+        self.top_p = knob_widget(kn.TOP_P, registry.DEFAULT_TOP_P, **sl)
+        self.top_p.description_tooltip = ("the nucleus sampled from at temperature > 0 "
+                                          f"(lab default {registry.DEFAULT_TOP_P})")
+        for name, knob in registry.rule_knobs().items():
+            value = given.get(name)
+            setattr(self, name, knob_widget(knob, self._own_default(name, sampler) if value is None else value, **sl))
+
+    @staticmethod
+    def _own_default(knob: str, sampler: str):
+        """The value a knob starts at: the rule's own, or (a knob it does not read) its first reader's."""
+        for name in (sampler, *registry.readers(knob)):
+            own = registry.defaults(name)
+            if own.get(knob) is not None:
+                return own[knob]
+        return None
+
+    def knob_widgets(self) -> list:
+        return [getattr(self, k) for k in knob_names()]
+
+    def _rule_changed(self, change) -> None:
+        """Another rule in the menu: its own defaults on the rule knobs it reads."""
+        own = registry.defaults(change["new"])
+        for name in registry.rule_knobs():
+            if name in own and own[name] is not None:
+                getattr(self, name).value = own[name]
+        self._enable()
 
     def _enable(self) -> None:
         self.chat.disabled = not getattr(self.lm.tokenizer, "chat_template", None)   # no template: text only
         if self.chat.disabled:
             self.chat.value = False
-        uses = USES[self.sampler.value]
-        for knob in KNOBS:
-            getattr(self, knob).disabled = knob not in uses
+        used = uses(self.sampler.value)
+        for knob in knob_names():
+            getattr(self, knob).disabled = knob not in used
         self.top_p.disabled = self.temperature.value == 0             # greedy: no nucleus
         random_draws = self.temperature.value > 0 or self.sampler.value == "random"
         self.seed.disabled = not random_draws
@@ -91,9 +132,8 @@ class _Knobs:
                                          "temperature 0 is greedy: the seed changes nothing")
 
     def rule(self):
-        return make_rule(self.sampler.value, temperature=self.temperature.value, top_p=self.top_p.value,
-                         threshold=self.threshold.value, editing_threshold=self.editing_threshold.value,
-                         factor=self.factor.value, entropy_bound=self.entropy_bound.value)
+        rule_knobs = {k: getattr(self, k).value for k in registry.rule_knobs()}
+        return make_rule(self.sampler.value, temperature=self.temperature.value, top_p=self.top_p.value, **rule_knobs)
 
 
 # --- the models --------------------------------------------------------------------------------
@@ -121,7 +161,7 @@ class _ModelChoice:
     @staticmethod
     def _sampler_choices(lm: Denoiser) -> tuple[str, ...]:
         """A causal model decodes left to right only; a masked one takes every diffusion rule."""
-        return tuple(n for n in registry.names_for(lm.kind) if n in SAMPLERS)
+        return tuple(n for n in registry.names_for(lm.kind) if n not in registry.PRESETS)
 
     def _model_changed(self, change) -> None:
         if self._switching and change["new"] == self.lm.name:
@@ -169,8 +209,9 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
 
     def __init__(self, lm: Denoiser, prompt: str = "ROMEO:\nBut soft, what light", *, sampler: str | None = None,
                  gen_length: int = 64, block_length: int = 32, steps: int = 64, temperature: float = 0.0,
-                 threshold: float = 0.9, editing_threshold: float = 0.5, seed: int = 0, keywords: str = "",
-                 views: tuple[str, ...] = VIEWS, run: bool = True, live_every: float = LIVE_EVERY):
+                 seed: int = 0, keywords: str = "", views: tuple[str, ...] = VIEWS, run: bool = True,
+                 live_every: float = LIVE_EVERY, **knobs):
+        """`knobs`: values for rule knobs (threshold=0.8, ...); a knob not given starts at the rule's own default."""
         bad = sorted(set(views) - set(VIEWS))
         if bad:
             raise ValueError(f"views must be drawn from {VIEWS}, got {bad}")
@@ -179,15 +220,18 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         self.models = ModelMenu(lm)
         self.lm = lm
         choices = self._sampler_choices(lm)
-        if sampler is None:                 # the family's default (LLaDA2.x: Q mode), else low_confidence
-            own = lm.family.default_sampler if lm.family is not None else None
+        unknown = sorted(set(knobs) - set(registry.rule_knobs()))
+        if unknown:
+            raise ValueError(f"{unknown[0]}: not a knob of the panel (rule knobs: {', '.join(registry.rule_knobs())})")
+        if sampler is None:                 # the model's own (LLaDA2.x: Q mode), else low_confidence
+            own = registry.default_rule(lm)
             if own in registry.PRESETS:     # a preset is draft_edit with its thresholds
-                own, (threshold, editing_threshold) = "draft_edit", preset_knobs(own).values()
+                own, knobs = "draft_edit", {**preset_knobs(own), **knobs}
             sampler = own if own in choices else choices[0]
         if sampler not in choices:
             raise ValueError(f"sampler must be one of {', '.join(choices)} for model {lm.name!r}, got {sampler!r}")
         self._controls(prompt, choices, sampler, keywords, seed)
-        self._knobs(lm, gen_length, block_length, steps, temperature, threshold, editing_threshold)
+        self._knobs(lm, sampler, gen_length, block_length, steps, temperature, knobs)
         self._outputs()
         self._wire()
         if run:
@@ -230,12 +274,11 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         self.generate_button.on_click(lambda _: self._press())
         for label, button in self.presets.items():
             button.on_click(lambda _, label=label: self.start(lambda: self.apply_preset(label)))
-        self.sampler.observe(lambda _: self._enable(), names="value")
+        self.sampler.observe(self._rule_changed, names="value")
         self.temperature.observe(lambda _: self._enable(), names="value")
         self.model.observe(self._model_changed, names="value")
         self._enable()
-        knobs = [self.gen_length, self.block_length, self.steps, self.temperature, self.top_p, self.threshold,
-                 self.editing_threshold, self.factor, self.entropy_bound]
+        knobs = [self.gen_length, self.block_length, *self.knob_widgets()]
         self.widget = w.VBox([
             w.HBox([self.model, self.prompt, self.chat]),
             w.HBox([self.sampler, *self.presets.values()]),
@@ -253,8 +296,8 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
                         self.block_length, *self.presets.values()):
             control.disabled = on
         if on:
-            for knob in KNOBS:
-                getattr(self, knob).disabled = True
+            for knob in self.knob_widgets():
+                knob.disabled = True
         else:
             self.progress.value = ""
             self._enable()

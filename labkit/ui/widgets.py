@@ -5,7 +5,7 @@
 
 This module is the front door; nothing is defined here. The rooms behind it:
 
-    ui/panel.py       Lab, its knobs (KNOBS, USES, make_rule, preset_knobs) and its model menu
+    ui/panel.py       Lab, its knobs (knob_names, uses, make_rule, preset_knobs) and its model menu
     ui/panel_run.py   a run of the panel: Generate / Stop in the background, live and final drawing
     ui/compare.py     Compare
     ui/plumbing.py    what both share: heatmap dicts and their step marker, the scrubber, message lines
@@ -14,11 +14,23 @@ This module is the front door; nothing is defined here. The rooms behind it:
 from __future__ import annotations
 
 from .compare import Compare
-from .panel import KNOBS, LIVE_EVERY, MAX_GEN_LENGTH, PRESETS, PROMPT_ROOM, SAMPLERS, USES, VIEWS, Lab, make_rule, preset_knobs
+from .panel import (
+    LIVE_EVERY,
+    MAX_GEN_LENGTH,
+    PRESETS,
+    PROMPT_ROOM,
+    SAMPLERS,
+    VIEWS,
+    Lab,
+    knob_names,
+    make_rule,
+    preset_knobs,
+    uses,
+)
 from .panel_run import Stopped
 from .plumbing import MIME, figure_dict, marker_step, with_marker
 
 _MIME = MIME    # the name the tests read a shown figure's mime type by
 
-__all__ = ["KNOBS", "LIVE_EVERY", "MAX_GEN_LENGTH", "MIME", "PRESETS", "PROMPT_ROOM", "SAMPLERS", "USES", "VIEWS",
+__all__ = ["LIVE_EVERY", "MAX_GEN_LENGTH", "MIME", "PRESETS", "PROMPT_ROOM", "SAMPLERS", "VIEWS", "knob_names", "uses",
            "Compare", "Lab", "Stopped", "figure_dict", "make_rule", "marker_step", "preset_knobs", "with_marker"]
