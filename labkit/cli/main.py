@@ -15,11 +15,15 @@ import time
 
 from . import bench, generate, jobs, serve
 from .common import load_model, model_args
+from .generate import rule_args
 
 
 def _eval(a) -> int:
     from ..eval.evaluate import evaluate
+    from ..tasks import is_task_model
 
+    if a.tasks is not None or is_task_model(a.model):
+        return _eval_tasks(a)
     lm = load_model(a)
     t0 = time.perf_counter()
     result = evaluate(lm, seed=a.seed)
@@ -32,6 +36,55 @@ def _eval(a) -> int:
     else:
         for k, v in result.items():
             print(f"{k:>22}: {v!r}" if k == "example" else f"{k:>22}: {v}")
+    return 0
+
+
+def _eval_tasks(a) -> int:
+    """`labkit eval --tasks ...`: exact-match accuracy on the held-out task suite under one rule."""
+    from ..eval.exact import evaluate_tasks
+    from ..samplers import registry
+    from ..tasks import TASKS
+    from .generate import sampler_from_flags
+
+    tasks = TASKS if a.tasks in (None, "all") else tuple(t.strip() for t in a.tasks.split(","))
+    bad = [t for t in tasks if t not in TASKS]
+    if bad:
+        raise ValueError(f"--tasks: {', '.join(bad)} unknown; use all or some of {', '.join(TASKS)}")
+    if a.n is not None and a.n < 1:
+        raise ValueError(f"--n must be a positive integer, got {a.n}")
+    a.temperature = 0.0 if a.temperature is None else a.temperature      # exact answers: greedy unless told
+    lm = load_model(a)
+    _, rule, notes = sampler_from_flags(a, default=registry.default_rule(lm))
+    t0 = time.perf_counter()
+    result = evaluate_tasks(lm, rule, tasks=tasks, n=a.n, seed=a.seed)
+    result["eval_seconds"] = round(time.perf_counter() - t0, 1)
+    if a.card:
+        from ..training.task_card import write_task_card
+        print(f"model card written to {write_task_card(a.model, result)}", file=sys.stderr)
+    if a.json:
+        print(json.dumps(result))
+        return 0
+    print(f"{lm.name} · {result['sampler']}")
+    for task, r in result["tasks"].items():
+        for label, s in [(task, r), *((f"  {g}", v) for g, v in r.get("groups", {}).items())]:
+            print(f"{label:>20}: {s['accuracy']:.3f}  [{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]  n {s['n']}  "
+                  f"NFE {s['nfe_mean']}  TPF {s['tpf']}")
+    return 0
+
+
+def _lm_eval(a) -> int:
+    """lm-eval's own command line with the labkit model registered (lm-eval has no plugin entry
+    point for models); `--include_path labkit` stands for the shipped tasks' folder."""
+    try:
+        from lm_eval.__main__ import cli_evaluate
+    except ImportError:
+        raise ValueError('labkit lm-eval needs lm-evaluation-harness: pip install "labkit[eval]"') from None
+    from ..eval import harness
+
+    rest = [str(harness.TASKS_DIR) if x == "labkit" and i and a.rest[i - 1] == "--include_path" else x
+            for i, x in enumerate(a.rest)]
+    sys.argv = ["lm_eval", *rest]
+    cli_evaluate()
     return 0
 
 
@@ -58,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--card", action="store_true", help="write the figures into the model card")
+    e.add_argument("--tasks", help="the task suite instead of the held-out plays: all, or some of "
+                   "sudoku,addition,reversal,mirror (default for the task models: all)")
+    e.add_argument("--n", type=int, help="--tasks: held-out items per task (default: all 600)")
+    rule_args(e)
     e.set_defaults(fn=_eval)
 
     t = sub.add_parser("train", help="train one of the embedded models (resumes)")
@@ -68,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int)
     t.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the arithmetic runs")
     t.set_defaults(fn=_train)
+
+    h = sub.add_parser("lm-eval", help="lm-evaluation-harness with the labkit model (--model labkit)",
+                       description="lm-eval's own command line, with labkit registered as --model labkit: e.g. "
+                       "labkit lm-eval --model labkit --model_args model=tiny,sampler=threshold,threshold=0.9 "
+                       "--tasks labkit_shakespeare --include_path labkit")
+    h.add_argument("rest", nargs=argparse.REMAINDER, help="lm-eval's arguments")
+    h.set_defaults(fn=_lm_eval)
 
     bench.add_parser(sub)
     serve.add_parser(sub)

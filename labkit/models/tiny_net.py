@@ -32,6 +32,7 @@ class TinyDLMConfig(PretrainedConfig):
                  rms_norm_eps: float = 1e-5,
                  is_causal: bool = False,           # True: the autoregressive twin
                  shift_logits: bool = False,        # Dream-style: position i is read from hidden i-1
+                 absolute_positions: bool = False,  # + a learned embedding per position (fixed layouts: puzzles)
                  mask_token_id: int | None = None,
                  tie_word_embeddings: bool = True,
                  **kwargs):
@@ -45,6 +46,7 @@ class TinyDLMConfig(PretrainedConfig):
         self.rms_norm_eps = rms_norm_eps
         self.is_causal = is_causal
         self.shift_logits = shift_logits
+        self.absolute_positions = absolute_positions
         self.mask_token_id = mask_token_id
         super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)
 
@@ -122,6 +124,8 @@ class TinyDLM(PreTrainedModel):
     def __init__(self, config: TinyDLMConfig):
         super().__init__(config)
         self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
+        if config.absolute_positions:      # a bidirectional model with RoPE alone sees only relative offsets
+            self.positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.layers = nn.ModuleList(Block(config) for _ in range(config.num_hidden_layers))
         self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
@@ -180,6 +184,8 @@ class TinyDLM(PreTrainedModel):
             causal = ar[None, :] <= (start + torch.arange(W, device=input_ids.device))[:, None]  # (W, L)
             mask = causal if mask is None else mask & causal                                     # (B, 1, W, L)
         x = self.embed(input_ids)                           # (B, W, D)
+        if self.config.absolute_positions:
+            x = x + self.positions(torch.arange(start, start + W, device=input_ids.device))
         kvs = []
         for i, layer in enumerate(self.layers):
             x, kv = layer(x, cos, sin, mask, None if past is None else past[i], start, write)

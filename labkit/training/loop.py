@@ -20,7 +20,7 @@ import torch
 
 from ..models.tiny_net import TinyDLM, TinyDLMConfig
 from .corpus import Corpus
-from .losses import ar_loss, block_distill_loss, masked_diffusion_loss
+from .losses import ar_loss, ar_sft_loss, block_distill_loss, masked_diffusion_loss, masked_sft_loss
 from .recipes import RECIPES, TrainConfig
 from .seeds import noise_seed
 
@@ -38,9 +38,10 @@ class Run:
     device: torch.device
     model: TinyDLM
     opt: torch.optim.Optimizer
-    corpus: Corpus | None          # None: every row is a teacher answer
+    corpus: Corpus | None          # None: every row is a teacher answer (or a task row)
     mask_id: int
     teacher: tuple | None = None   # distillation: (ids, attn, P) of the teacher's answers, on the device
+    tasks: object = None           # data="tasks": a labkit.tasks.TaskData
     step: int = 0                  # optimiser steps taken
     seconds: float = 0.0           # training time up to the last checkpoint
     since: float = 0.0             # perf_counter() when the time not yet in `seconds` began
@@ -64,6 +65,7 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
                          num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
                          intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.seq_len,
                          is_causal=cfg.objective == "ar", shift_logits=cfg.shift_logits,
+                         absolute_positions=cfg.absolute_positions,
                          mask_token_id=tokenizer.mask_token_id,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     with torch.random.fork_rng():
@@ -155,15 +157,22 @@ def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) ->
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    texts = list(load_plays("train").values())
-    tokenizer = load_or_make_tokenizer(cfg, out, texts)
-    corpus = Corpus(tokenizer, texts) if not cfg.distill or cfg.distill_mix else None
+    if cfg.data == "tasks":
+        from ..tasks import TaskData, char_tokenizer
+        tokenizer, corpus = char_tokenizer(), None
+        tokenizer.save_pretrained(out)
+    else:
+        texts = list(load_plays("train").values())
+        tokenizer = load_or_make_tokenizer(cfg, out, texts)
+        corpus = Corpus(tokenizer, texts) if not cfg.distill or cfg.distill_mix else None
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' but torch sees no GPU here; use device='cpu'")
     model = build_model(cfg, tokenizer).to(device)
     run = Run(cfg, out, device, model, make_optimizer(cfg, model), corpus, tokenizer.mask_token_id)
     resume(run, log)
+    if cfg.data == "tasks":
+        run.tasks = TaskData(tokenizer, cfg.seed, cfg.batch_size, cfg.task_phases)
     if cfg.distill:
         run.teacher = distill_rows(cfg, out, tokenizer, log, device)
     model.train()
@@ -190,11 +199,27 @@ def distill_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch
     return loss
 
 
+def task_loss(run: Run, g: torch.Generator) -> torch.Tensor:
+    """One group of rows per task (each its own canvas length), the SFT form of the objective on
+    each row's loss positions; groups weighted by their rows."""
+    total, rows = 0.0, 0
+    for x0, answer in run.tasks.batch(run.step).values():
+        x0, answer = x0.to(run.device), answer.to(run.device)
+        if run.cfg.objective == "diffusion":
+            loss = masked_sft_loss(run.logits, x0, run.mask_id, answer=answer, eps=run.cfg.eps, generator=g)
+        else:
+            loss = ar_sft_loss(run.logits, x0, answer)
+        total, rows = total + loss * len(x0), rows + len(x0)
+    return total / rows
+
+
 def step_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch.Tensor:
     """The recipe's loss on batch x0 (None when every row is a teacher answer), noise from g."""
     cfg = run.cfg
     if cfg.distill:
         return distill_loss(run, x0, g)
+    if cfg.data == "tasks":
+        return task_loss(run, g)
     if cfg.objective == "diffusion":
         return masked_diffusion_loss(run.logits, x0, run.mask_id, eps=cfg.eps, generator=g, **_extra_terms(cfg))
     return ar_loss(run.logits, x0)
@@ -204,7 +229,7 @@ def train_step(run: Run) -> float:
     """One optimiser step at run.step (its batch and noise are functions of the seed and the step):
     learning rate, loss under autocast, backward, clipped AdamW update. Returns the loss."""
     cfg, step = run.cfg, run.step
-    x0 = run.corpus.batch(cfg, step).to(run.device) if run.corpus is not None else None   # (B, L)
+    x0 = run.corpus.batch(cfg, step).to(run.device) if run.corpus is not None else None   # (B, L) or None
     g = torch.Generator().manual_seed(noise_seed(cfg.seed, step))
     for group in run.opt.param_groups:
         group["lr"] = lr_at(cfg, step)
@@ -237,7 +262,7 @@ def finish(run: Run) -> Path:
     run.model.cpu().save_pretrained(run.out, safe_serialization=True)
     (run.out / "training.json").write_text(json.dumps(
         {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1), "device": run.device.type,
-         "loss_history": run.history, "heldout_plays": HELDOUT},
+         "loss_history": run.history, **({"heldout_plays": HELDOUT} if run.cfg.data == "plays" else {})},
         indent=1))
     return run.out
 
@@ -268,4 +293,4 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
 
 __all__ = ["RECIPES", "Run", "TrainConfig", "build_model", "distill_loss", "distill_rows", "finish", "init_folder",
            "load_or_make_tokenizer", "lr_at", "make_optimizer", "resume", "save_checkpoint", "setup", "step_loss",
-           "train", "train_step"]
+           "task_loss", "train", "train_step"]

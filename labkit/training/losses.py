@@ -2,7 +2,7 @@
 
 - `masked_diffusion_loss`: LLaDA's pre-training loss (the diffusion models);
 - `masked_sft_loss`: its SFT form (prompt never masked, each row normalised by its answer length);
-- `ar_loss`: next-token cross-entropy (the autoregressive twin);
+- `ar_loss`: next-token cross-entropy (the autoregressive twin); `ar_sft_loss` on chosen targets;
 - `block_distill_loss`: the block-shaped distillation loss (`labkit.training.distill`);
 - the terms both diffusion losses can add: `cap_term` (CAP's entropy penalty) and `edit_term` (T2T
   training on `t2t_noise`);
@@ -148,6 +148,16 @@ def ar_loss(logits_fn, x0: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy: positions 0..L-2 predict tokens 1..L-1."""
     logits = logits_fn(x0[:, :-1])                                       # (B, L-1, V)
     return F.cross_entropy(logits.flatten(0, 1).float(), x0[:, 1:].flatten())
+
+
+def ar_sft_loss(logits_fn, x0: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy on the `answer` (B, L) positions only (each predicted from the
+    tokens before it), averaged per row over its answer tokens, then over rows: the causal
+    twin's form of `masked_sft_loss`. Position 0 is never a target."""
+    ans = answer_mask(x0, answer=answer)[:, 1:]                          # (B, L-1): targets 1..L-1
+    logits = logits_fn(x0[:, :-1])                                       # (B, L-1, V)
+    ce = F.cross_entropy(logits.transpose(1, 2).float(), x0[:, 1:], reduction="none")   # (B, L-1)
+    return (torch.where(ans, ce, 0.0).sum(-1) / ans.sum(-1).clamp_min(1)).mean()
 
 
 def block_distill_loss(logits_fn, x0: torch.Tensor, attn: torch.Tensor, prompt_len: int,

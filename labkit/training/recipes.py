@@ -6,10 +6,13 @@ from dataclasses import dataclass
 
 from .losses import EPS
 
+DATA = ("plays", "tasks")
+
 
 @dataclass(frozen=True)
 class TrainConfig:
     objective: str = "diffusion"   # "diffusion" (masked, bidirectional) or "ar" (causal twin)
+    data: str = "plays"            # "plays" (Shakespeare, BPE) or "tasks" (labkit.tasks puzzles, one token per char)
     vocab_size: int = 2048         # BPE vocabulary, specials included
     hidden_size: int = 256
     num_layers: int = 6
@@ -33,6 +36,8 @@ class TrainConfig:
     edit_stutter: float = 0.0      # share of that noise that copies a neighbour (a parallel draft's collision)
     init_from: str = ""            # "" = random init; else a model folder or embedded name ("tiny-ar")
     shift_logits: bool = False     # Dream-style AR adaptation: hidden i-1 predicts token i
+    absolute_positions: bool = False   # + learned position embeddings (the task models' fixed layouts)
+    task_phases: tuple = ()        # data="tasks": ((first step, (task, ...)), ...), a curriculum; () = all tasks
     distill: int = 0               # > 0: self-distil on the init model's answers to this many prompts
     distill_length: int = 128      # answer tokens the teacher writes per prompt
     distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
@@ -49,6 +54,8 @@ class TrainConfig:
     def _check_sizes(self) -> None:
         if self.objective not in ("diffusion", "ar"):
             raise ValueError(f"objective must be 'diffusion' or 'ar', got {self.objective!r}")
+        if self.data not in DATA:
+            raise ValueError(f"data must be one of {', '.join(DATA)}, got {self.data!r}")
         for name in ("steps", "batch_size", "ckpt_every"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
@@ -77,6 +84,9 @@ class TrainConfig:
             raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
         if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
             raise ValueError("shift_logits, cap_weight, edit_prob and distill apply to objective='diffusion' only")
+        if self.data == "tasks" and (self.distill or self.init_from or self.cap_weight or self.edit_prob):
+            raise ValueError("data='tasks' trains from scratch with the plain loss: no init_from, distill, "
+                             "cap_weight or edit_prob")
         if self.distill < 0 or (self.distill and not self.init_from):
             raise ValueError(f"distill must be 0 (off) or a prompt count > 0 with init_from set (the "
                              f"teacher), got distill={self.distill}, init_from={self.init_from!r}")
@@ -84,6 +94,15 @@ class TrainConfig:
 
 # The committed models, in the order they are trained: tiny-ar from scratch, tiny adapted from it,
 # tiny-cap distilled from tiny. How tiny-cap's settings were chosen: benchmarks/results/recipes.md.
+# tiny-task and tiny-task-ar: twins of one shape, data, batch and step count on the puzzles of
+# labkit.tasks, from scratch (seq_len: the longest row, a Sudoku, plus its EOS run).
+# A curriculum: at first mirror and addition alone (a masked model beside all four tasks stays on
+# its plateau), Sudoku from step 250, everything from 650.
+TASK_PHASES = ((0, ("mirror", "addition")), (250, ("mirror", "addition", "sudoku")),
+               (650, ("sudoku", "addition", "reversal", "mirror")))
+TASK_SHAPE = dict(data="tasks", vocab_size=77, hidden_size=128, num_layers=6, num_heads=4, intermediate_size=344,
+                  absolute_positions=True, seq_len=128, batch_size=288, steps=1300, lr=2e-3, warmup=100,
+                  short_batch_prob=0.0, bf16=False, task_phases=TASK_PHASES)
 RECIPES = {
     "tiny-ar": TrainConfig(objective="ar"),
     "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
@@ -91,4 +110,6 @@ RECIPES = {
     # (half of it neighbour copies: the stutters a parallel draft makes)
     "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=2000, lr=5e-4, warmup=50,
                             cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, distill=512),
+    "tiny-task": TrainConfig(**TASK_SHAPE),
+    "tiny-task-ar": TrainConfig(objective="ar", **TASK_SHAPE),
 }

@@ -1,0 +1,31 @@
+"""Puzzles with exact answers, built in code: where diffusion's strengths can be measured.
+
+A wing of the lab, like the Shakespeare corpus: the training recipes of `tiny-task` /
+`tiny-task-ar` and `labkit.eval.exact` read it; the core never does.
+
+- `sudoku`: 6×6 Sudoku, every puzzle with one solution (decoding order);
+- `addition`: 6-digit addition, most-significant digit first (the carry);
+- `reversal`: facts "A>B" asked forwards and backwards (the reversal curse);
+- `mirror`: letters written backwards (parallel decoding's best case).
+"""
+from .data import HELDOUT_ITEMS, REVERSAL_MODES, TASKS, Item, TaskData, answer_length, heldout, is_heldout, task_of
+from .tokenizer import char_tokenizer
+
+
+def is_task_model(name: str) -> bool:
+    """Whether a model name or folder is a task model (its training.json says data 'tasks'), read
+    without loading it."""
+    import json
+    from pathlib import Path
+
+    from ..models.load import EMBEDDED, weights_dir
+
+    folder = weights_dir() / EMBEDDED[name] if name in EMBEDDED else Path(str(name)).expanduser()
+    record = folder / "training.json"
+    try:
+        return json.loads(record.read_text())["config"].get("data") == "tasks"
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+__all__ = ["HELDOUT_ITEMS", "REVERSAL_MODES", "TASKS", "Item", "TaskData", "answer_length", "char_tokenizer", "heldout",
+           "is_heldout", "is_task_model", "task_of"]

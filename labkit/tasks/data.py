@@ -1,0 +1,233 @@
+"""The task suite as data: held-out items with exact answers, and training batches.
+
+Splits. Every generated item has a key (a Sudoku's solution grid, an addition's operands, a
+mirror's letters); a key whose CRC-32 falls in HELDOUT_BUCKET of BUCKETS is held-out only and
+training draws skip it, so no puzzle (not even a solution grid) is shared. Reversal is different
+by design: its questions are about trained facts; the held-out part is the asked layout, which
+training never shows for the one-way facts (see `reversal`).
+
+Training batches are a pure function of (seed, step), like the Shakespeare corpus: each step has
+one group of rows per task (one canvas length per group, no padding), every row ends with 1..EOS_MAX
+EOS tokens (as LLaDA pads its SFT answers), and `loss` marks the positions the loss covers.
+"""
+from __future__ import annotations
+
+import random
+import re
+import zlib
+from dataclasses import dataclass
+
+import torch
+
+from . import addition, mirror, reversal, sudoku
+
+TASKS = ("sudoku", "addition", "reversal", "mirror")
+BUCKETS, HELDOUT_BUCKET = 10, 0
+HELDOUT_ITEMS = 600            # per task (Sudoku: 200 per level; reversal: 600 facts × 3 queries)
+TASK_SEED = 0                  # the task suite's own seed (facts, held-out items); training seeds vary
+# rows of each task per step, as shares of batch_size. Each task needs many rows of its own per step:
+# at 17 mirror rows beside another task a masked model stays on its plateau for hundreds of steps,
+# at 64 it leaves it in about 150 (measured while choosing this recipe: docs/models.md)
+SHARES = {"sudoku": 48 / 288, "addition": 96 / 288, "mirror": 48 / 288, "reversal": 96 / 288}
+EOS_MAX = 4
+SUDOKU_POOL = 3000             # minimal puzzles made per training run; each draw is a random symmetry of one
+REVERSAL_MODES = ("forward", "backward_infill", "backward_reversed")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One held-out question: prompt → answer, exact match. `infill` is a masked-model-only
+    layout (the answer canvas with gaps: decode with labkit.Infill(infill))."""
+    task: str
+    prompt: str
+    answer: str
+    group: str = ""               # Sudoku level, reversal mode, ...
+    infill: str | None = None
+
+
+def task_of(prompt: str) -> str | None:
+    """The task a prompt asks (by its tag and shape), or None for anything else."""
+    if re.fullmatch(rf"S[1-{sudoku.N}.]{{{sudoku.CELLS}}}=", prompt):
+        return "sudoku"
+    if re.fullmatch(rf"A\d{{{addition.WIDTH}}}\+\d{{{addition.WIDTH}}}=", prompt):
+        return "addition"
+    if re.fullmatch(rf"C[a-z]{{{mirror.LENGTH}}}=", prompt):
+        return "mirror"
+    if re.fullmatch(rf"R[a-z]{{{reversal.NAME}}}[<>]", prompt):
+        return "reversal"
+    return None
+
+
+def answer_length(prompt: str) -> int | None:
+    """Characters (= tokens) of the answer a task prompt asks for; None for a prompt of no task."""
+    return {"sudoku": sudoku.CELLS, "addition": addition.WIDTH + 1, "mirror": mirror.LENGTH,
+            "reversal": reversal.NAME, None: None}[task_of(prompt)]
+
+
+def is_heldout(key: str) -> bool:
+    return zlib.crc32(key.encode()) % BUCKETS == HELDOUT_BUCKET
+
+
+def _sudoku_items(rng: random.Random, n: int) -> list[Item]:
+    items = []
+    per = n // len(sudoku.LEVELS)
+    for level, (lo, hi) in sudoku.LEVELS.items():
+        got = 0
+        while got < per:
+            grid = sudoku.random_grid(rng)
+            if not is_heldout(sudoku.encode_cells(grid)):
+                continue
+            minimal = sudoku.minimal_puzzle(grid, rng)
+            m = sudoku.clue_count(minimal)
+            if m > hi:
+                continue
+            puzzle = sudoku.with_clues(grid, minimal, rng.randint(max(lo, m), hi), rng)
+            items.append(Item("sudoku", f"S{sudoku.encode_cells(puzzle)}=", sudoku.encode_cells(grid), level))
+            got += 1
+    return items
+
+
+def _keyed_items(task: str, rng: random.Random, n: int) -> list[Item]:
+    items, seen = [], set()
+    mod = {"addition": addition, "mirror": mirror}[task]
+    while len(items) < n:
+        args = mod.make(rng)
+        args = args if isinstance(args, tuple) else (args,)
+        key = repr(args)
+        if key in seen or not is_heldout(key):
+            continue
+        seen.add(key)
+        items.append(Item(task, mod.prompt(*args), mod.answer(*args)))
+    return items
+
+
+def _reversal_items(n: int) -> list[Item]:
+    one_way, _ = reversal.facts(TASK_SEED)
+    items = []
+    for a, b in one_way[:n]:
+        items.append(Item("reversal", *reversal.forward(a, b), "forward"))
+        items.append(Item("reversal", "R", a, "backward_infill", infill=reversal.infill_template(b)))
+        items.append(Item("reversal", *reversal.backward(a, b), "backward_reversed"))
+    return items
+
+
+def heldout(task: str, n: int = HELDOUT_ITEMS) -> list[Item]:
+    """The held-out items of `task` (deterministic: the suite's seed, not a training seed)."""
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    rng = random.Random(f"heldout-{task}-{TASK_SEED}")
+    if task == "sudoku":
+        return _sudoku_items(rng, n)
+    if task == "reversal":
+        return _reversal_items(min(n, reversal.ONE_WAY))
+    return _keyed_items(task, rng, n)
+
+
+# --- training ---------------------------------------------------------------------------------
+
+def _bands(rng: random.Random, groups: int, size: int) -> list[int]:
+    """A permutation of groups·size lines: the groups shuffled, the lines within each shuffled."""
+    order = list(range(groups))
+    rng.shuffle(order)
+    out = []
+    for g in order:
+        inner = list(range(g * size, (g + 1) * size))
+        rng.shuffle(inner)
+        out += inner
+    return out
+
+
+def sudoku_symmetry(rng: random.Random, *grids: list[int]) -> list[list[int]]:
+    """The same random validity-preserving transformation of each grid (digits relabelled, bands
+    and the rows within them, stacks and the columns within them permuted); 0 stays blank."""
+    bh, bw = sudoku.BOX
+    n = sudoku.N
+    rows = _bands(rng, n // bh, bh)
+    cols = _bands(rng, n // bw, bw)
+    digits = list(range(1, n + 1))
+    rng.shuffle(digits)
+    relabel = [0, *digits]
+    return [[relabel[g[r * n + c]] for r in rows for c in cols] for g in grids]
+
+
+class TaskData:
+    """Training rows of the task suite for a run seed: `batch(step)` → {task: (x0, loss)}. With
+    `phases` ((first step, tasks), ...) a curriculum: the tasks of the last phase begun."""
+
+    def __init__(self, tokenizer, seed: int, batch_size: int, phases: tuple = ()):
+        bad = [t for _, names in phases for t in names if t not in TASKS]
+        if bad or any(not names for _, names in phases):
+            raise ValueError(f"task_phases: each phase names tasks from {', '.join(TASKS)}, got {phases!r}")
+        self.phases = tuple(sorted((int(start), tuple(names)) for start, names in phases))
+        self.vocab = tokenizer.get_vocab()
+        self.eos = tokenizer.eos_token_id
+        self.seed = seed
+        self.rows = {t: max(1, round(batch_size * s)) for t, s in SHARES.items()}
+        rng = random.Random(f"sudoku-pool-{seed}")
+        self.pool = []
+        while len(self.pool) < SUDOKU_POOL:
+            grid = sudoku.random_grid(rng)
+            self.pool.append((grid, sudoku.minimal_puzzle(grid, rng)))
+        one_way, two_way = reversal.facts(TASK_SEED)
+        self.facts = [reversal.forward(a, b) for a, b in one_way + two_way] + \
+                     [reversal.backward(a, b) for a, b in two_way]
+
+    def ids(self, text: str) -> list[int]:
+        return [self.vocab[ch] for ch in text]
+
+    def _sudoku(self, rng: random.Random) -> tuple[str, str]:
+        while True:
+            grid, minimal = self.pool[rng.randrange(len(self.pool))]
+            grid, minimal = sudoku_symmetry(rng, grid, minimal)
+            if not is_heldout(sudoku.encode_cells(grid)):
+                break
+        lo, hi = sudoku.TRAIN_CLUES
+        k = rng.randint(max(lo, sudoku.clue_count(minimal)), hi)
+        puzzle = sudoku.with_clues(grid, minimal, k, rng)
+        return f"S{sudoku.encode_cells(puzzle)}=", sudoku.encode_cells(grid)
+
+    def _keyed(self, task: str, rng: random.Random) -> tuple[str, str]:
+        mod = {"addition": addition, "mirror": mirror}[task]
+        while True:
+            args = mod.make(rng)
+            args = args if isinstance(args, tuple) else (args,)
+            if not is_heldout(repr(args)):
+                return mod.prompt(*args), mod.answer(*args)
+
+    def example(self, task: str, rng: random.Random) -> tuple[str, str, int]:
+        """(prompt, answer, first loss position) of one training row."""
+        if task == "sudoku":
+            p, a = self._sudoku(rng)
+        elif task == "reversal":                       # a fact, trained whole (after its tag)
+            p, a = self.facts[rng.randrange(len(self.facts))]
+            return p, a, 1
+        else:
+            p, a = self._keyed(task, rng)
+        return p, a, len(p)
+
+    def active(self, step: int) -> tuple[str, ...]:
+        """The tasks trained at `step`: the last phase begun by then (all tasks without phases)."""
+        tasks = TASKS
+        for start, names in self.phases:
+            if step >= start:
+                tasks = tuple(names)
+        return tasks
+
+    def batch(self, step: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        """{task: (x0 (R, L) long, loss (R, L) bool)} for this step, one group per active task; L is
+        the task's row length plus this step's EOS run."""
+        out = {}
+        for task in self.active(step):
+            rng = random.Random(f"{self.seed}-{step}-{task}")
+            eos = rng.randint(1, EOS_MAX)
+            rows, starts = [], []
+            for _ in range(self.rows[task]):
+                p, a, start = self.example(task, rng)
+                rows.append(self.ids(p + a) + [self.eos] * eos)
+                starts.append(start)
+            x0 = torch.tensor(rows, dtype=torch.long)
+            loss = torch.arange(x0.shape[1])[None, :] >= torch.tensor(starts)[:, None]
+            out[task] = (x0, loss)
+        return out

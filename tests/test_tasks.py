@@ -1,0 +1,144 @@
+"""The task suite (labkit.tasks): deterministic, exact, and with held-out items training never shows."""
+import random
+
+import pytest
+import torch
+
+from labkit.tasks import (
+    TASKS,
+    TaskData,
+    addition,
+    answer_length,
+    char_tokenizer,
+    heldout,
+    is_heldout,
+    mirror,
+    reversal,
+    sudoku,
+    task_of,
+)
+from labkit.tasks.data import sudoku_symmetry
+
+N = 30          # held-out items per task in these tests (the full split is HELDOUT_ITEMS)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return char_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def data(tok):
+    return TaskData(tok, seed=0, batch_size=112)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_held_out_items_are_the_same_every_time(task):
+    assert heldout(task, N) == heldout(task, N)
+
+
+def test_training_batches_are_a_function_of_seed_and_step(tok, data):
+    other = TaskData(tok, seed=0, batch_size=112)
+    for task, (x, loss) in data.batch(7).items():
+        y, loss2 = other.batch(7)[task]
+        assert torch.equal(x, y) and torch.equal(loss, loss2), task
+    assert not torch.equal(data.batch(8)["sudoku"][0][:, :37], data.batch(7)["sudoku"][0][:, :37])
+    assert not torch.equal(TaskData(tok, seed=1, batch_size=112).batch(7)["addition"][0], data.batch(7)["addition"][0])
+
+
+def test_every_held_out_sudoku_has_exactly_one_solution_and_its_level_of_clues():
+    items = heldout("sudoku", N)
+    assert {it.group for it in items} == set(sudoku.LEVELS)
+    for it in items:
+        puzzle = sudoku.decode_cells(it.prompt[1:-1])
+        grid = sudoku.decode_cells(it.answer)
+        assert sudoku.count_solutions(puzzle, limit=3) == 1
+        assert sudoku.is_solution(grid) and sudoku.consistent(puzzle, grid)
+        lo, hi = sudoku.LEVELS[it.group]
+        assert lo <= sudoku.clue_count(puzzle) <= hi
+
+
+def test_the_solution_counter_sees_a_second_solution():
+    grid = sudoku.random_grid(random.Random(3))
+    assert sudoku.count_solutions(grid) == 1
+    assert sudoku.count_solutions([0] * sudoku.CELLS) == 2            # stops at the limit
+    assert sudoku.count_solutions([0] * sudoku.CELLS, limit=5) == 5
+    bad = list(grid)
+    bad[0], bad[1] = bad[1], bad[0]                                   # a row still fine, columns broken
+    assert not sudoku.is_solution(bad) and sudoku.count_solutions(bad) == 0
+
+
+def test_training_puzzles_are_unique_and_symmetries_keep_grids_valid(data):
+    rng = random.Random(0)
+    for _ in range(20):
+        prompt, answer = data._sudoku(rng)
+        puzzle, grid = sudoku.decode_cells(prompt[1:-1]), sudoku.decode_cells(answer)
+        assert sudoku.is_solution(grid) and sudoku.consistent(puzzle, grid)
+        assert sudoku.count_solutions(puzzle) == 1
+    g = sudoku.random_grid(rng)
+    (h,) = sudoku_symmetry(rng, g)
+    assert sudoku.is_solution(h) and h != g
+
+
+def test_train_and_held_out_share_no_puzzle(tok, data):
+    held = {task: {it.answer if task == "sudoku" else it.prompt for it in heldout(task)} for task in TASKS
+            if task != "reversal"}
+    for step in range(40):
+        for task, (x, _) in data.batch(step).items():
+            for row in x.tolist():
+                text = tok.decode([t for t in row if t != tok.eos_token_id])
+                if task == "sudoku":
+                    assert text[38:] not in held[task]
+                elif task != "reversal":
+                    assert text[:text.index("=") + 1] not in held[task]
+    assert all(is_heldout(it.answer) for it in heldout("sudoku", N))
+    assert all(is_heldout(repr((it.prompt[1:-1],))) for it in heldout("mirror", N))
+    assert sum(is_heldout(str(i)) for i in range(1000)) in range(60, 140)     # about one bucket in ten
+
+
+def test_reversal_questions_are_never_trained_in_their_asked_layout(data):
+    one_way, two_way = reversal.facts(0)
+    trained = set(p + a for p, a in data.facts)
+    assert len(one_way) == reversal.ONE_WAY and len(two_way) == reversal.TWO_WAY
+    assert len({x for pair in one_way + two_way for x in pair}) == 2 * (reversal.ONE_WAY + reversal.TWO_WAY)
+    items = heldout("reversal", N)
+    assert {it.group for it in items} == {"forward", "backward_infill", "backward_reversed"}
+    for it in items:
+        if it.group == "forward":
+            assert it.prompt + it.answer in trained                   # recall of a trained fact
+        elif it.group == "backward_reversed":
+            assert it.prompt + it.answer not in trained               # never seen in this layout
+        else:
+            assert it.infill.endswith(">" + it.infill.split(">")[1]) and it.prompt == "R"
+
+
+def test_answers_are_right_by_construction():
+    for it in heldout("addition", N):
+        a, b = it.prompt[1:-1].split("+")
+        assert int(it.answer) == int(a) + int(b) and len(it.answer) == addition.WIDTH + 1
+    for it in heldout("mirror", N):
+        assert it.answer == it.prompt[1:-1][::-1] and len(it.answer) == mirror.LENGTH
+    assert addition.carry_chain(999999, 1) == 6 and addition.carry_chain(1, 1) == 0
+
+
+def test_the_tokenizer_is_one_token_per_character(tok):
+    for task in TASKS:
+        for it in heldout(task, 3):
+            assert len(tok(it.prompt + it.answer)["input_ids"]) == len(it.prompt + it.answer)
+            assert tok.decode(tok(it.prompt + it.answer)["input_ids"]) == it.prompt + it.answer
+    assert (tok.pad_token_id, tok.eos_token_id, tok.mask_token_id) == (0, 1, 2)
+
+
+def test_a_prompt_tells_its_task_and_answer_length():
+    for task in TASKS:
+        for it in heldout(task, 3):
+            if it.infill is None:
+                assert task_of(it.prompt) == task and answer_length(it.prompt) == len(it.answer)
+    assert task_of("ROMEO:\n") is None and answer_length("S123=") is None
+
+
+def test_heldout_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="task must be one of"):
+        heldout("chess")
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        heldout("mirror", 0)
