@@ -8,13 +8,18 @@ Every error is {"error": {"message", "type", "param", "code"}} with a 4xx/5xx st
 never a 500. Answers carry an extra "diffusion" field (nfe, tpf, steps, sampler, batch) that
 standard clients ignore. With "stream": true the answer comes as server-sent chat.completion.chunk
 (or text_completion) events, block by block as each block's text becomes final; "drafts": true
-adds each step's draft of the current block in an extra "draft" field of extra chunks.
+adds each step's draft of the current block in an extra "draft" field of extra chunks. A stream
+with `stop` holds back text that could still start a stop string and ends at the stop (the run is
+stopped there). A body over the limit is read and thrown away (up to DRAIN_FACTOR times the limit)
+before its 413, so a client that writes its whole body first still reads the answer; a client
+that hangs up while sending its body is one line in the "labkit.serve" log.
 """
 from __future__ import annotations
 
 import asyncio
 import hmac
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,9 +28,26 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from .scheduler import QueueFull, Result, Scheduler, Ticket
-from .schemas import MAX_BODY, ServeError, answer, parse_chat, parse_generate, parse_text
+from .schemas import (
+    MAX_BODY,
+    ServeError,
+    answer,
+    chat_fields,
+    final_text,
+    find_stop,
+    held_back,
+    parse_chat,
+    parse_generate,
+    parse_text,
+    text_fields,
+    tokens_for,
+)
+
+log = logging.getLogger("labkit.serve")
+DRAIN_FACTOR = 4        # a body over the limit is read (and dropped) up to this many times the limit
 
 
 @dataclass(frozen=True)
@@ -72,8 +94,8 @@ def create_app(lm, model_id: str, *, api_key: str | None = None, max_batch: int 
 
 
 def _error(e: ServeError) -> JSONResponse:
-    headers = {"Retry-After": "1"} if e.status == 429 else None
-    return JSONResponse(e.body(), status_code=e.status, headers=headers)
+    headers = {**({"Retry-After": "1"} if e.status == 429 else {}), **e.headers}
+    return JSONResponse(e.body(), status_code=e.status, headers=headers or None)
 
 
 def _handlers(app: FastAPI) -> None:
@@ -112,18 +134,42 @@ def _check_key(request: Request, cfg: ServeConfig) -> None:
                          code="invalid_api_key", type="authentication_error")
 
 
+def _too_large(cfg: ServeConfig, size: int | None, drained: bool) -> ServeError:
+    """413; a body left unread closes the connection (what is still on the wire cannot be skipped)."""
+    what = f"{size} bytes is" if size is not None else "it is"
+    return ServeError(413, f"request body: {what} more than the limit of {cfg.max_body} bytes", code="body_too_large",
+                      headers=None if drained else {"Connection": "close"})
+
+
+async def _read(request: Request, limit: int, bound: int) -> tuple[bytes | None, int, bool]:
+    """The body (None past `limit`), the bytes read, and whether it was read to its end: past the
+    limit the rest is read and dropped, up to `bound` bytes, so the client can read its 413."""
+    raw, total = bytearray(), 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total <= limit:
+            raw += chunk
+        elif total > bound:
+            return None, total, False
+    return (bytes(raw) if total <= limit else None), total, True
+
+
 async def _body(request: Request, cfg: ServeConfig) -> dict:
     size = request.headers.get("content-length")
-    if size is not None and size.isdigit() and int(size) > cfg.max_body:
-        raise ServeError(413, f"request body: {size} bytes is more than the limit of {cfg.max_body}",
-                         code="body_too_large")
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > cfg.max_body:
-            raise ServeError(413, f"request body: more than the limit of {cfg.max_body} bytes", code="body_too_large")
+    declared = int(size) if size is not None and size.isdigit() else None
+    bound = DRAIN_FACTOR * cfg.max_body
+    if declared is not None and declared > bound:
+        raise _too_large(cfg, declared, drained=False)
     try:
-        return json.loads(bytes(raw))
+        raw, total, drained = await _read(request, cfg.max_body, bound)
+    except ClientDisconnect:
+        log.warning("client disconnected while sending the request body (%s %s)", request.method, request.url.path)
+        raise ServeError(499, "the client closed the connection while sending the body", code="client_closed") \
+            from None
+    if raw is None:
+        raise _too_large(cfg, declared if declared is not None else (total if drained else None), drained)
+    try:
+        return json.loads(raw)
     except (ValueError, RecursionError) as e:          # bad UTF-8 or JSON, a huge integer, deep nesting
         raise ServeError(400, f"request body: not valid JSON ({str(e)[:200]})", code="invalid_json") from None
 
@@ -141,7 +187,9 @@ def _check_model(body, cfg: ServeConfig) -> None:
 
 
 def _model_card(cfg: ServeConfig, created: int) -> dict:
-    return {"id": cfg.model_id, "object": "model", "created": created, "owned_by": "labkit"}
+    """The model, and (an extra field) the request fields each route reads: standard and diffusion."""
+    return {"id": cfg.model_id, "object": "model", "created": created, "owned_by": "labkit",
+            "parameters": {"/v1/chat/completions": sorted(chat_fields()), "/v1/completions": sorted(text_fields())}}
 
 
 def _routes(app: FastAPI, lm, cfg: ServeConfig, scheduler: Scheduler) -> None:
@@ -243,9 +291,8 @@ def _diffusion(lm, job, result: Result) -> dict:
 def _format(lm, cfg: ServeConfig, job, result: Result) -> dict:
     choices, completion_tokens = [], 0
     for i, row in enumerate(result.rows):
-        ids, reason = answer(lm, list(row.ids), job.max_tokens)
-        completion_tokens += len(ids)
-        text = lm.decode(ids)
+        text, tokens, reason = final_text(lm, *answer(lm, list(row.ids), job.max_tokens), job.stop)
+        completion_tokens += tokens
         if job.kind == "chat":
             choices.append({"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": reason,
                             "logprobs": None})
@@ -302,15 +349,56 @@ class _Chunks:
                 "created": self.created, "model": self.model, "choices": [choice], **extra}
 
 
+class _Sent:
+    """The text a stream has sent so far. A block may end inside a character (its bytes are held
+    back) or with the start of a stop string (held back until the next block says); once a stop
+    string is complete the text ends before it and `stopped` is set."""
+
+    def __init__(self, lm, job):
+        self.lm, self.stop, self.text, self.stopped = lm, job.stop, "", False
+        self.tokens, self.reason = 0, "length"
+
+    def feed(self, ids: list[int], reason: str, complete: bool) -> str:
+        """The answer's tokens so far (all of them when `complete`) → the new text to send."""
+        text = self.lm.decode(ids)
+        if not complete:
+            text = text.rstrip("\ufffd")
+        at = find_stop(text, self.stop)
+        if at is not None:
+            text, self.stopped, self.reason, self.tokens = text[:at], True, "stop", tokens_for(self.lm, ids, at)
+        elif complete:
+            self.reason, self.tokens = reason, len(ids)
+        else:
+            text = text[:len(text) - held_back(text, self.stop)]
+        if len(text) <= len(self.text) or not text.startswith(self.text):
+            return ""
+        new, self.text = text[len(self.text):], text
+        return new
+
+
+async def _next(ticket: Ticket):
+    """The run's next event: ("start"|"final"|"draft"|"done"|"error", payload); TimeoutError at the deadline."""
+    return await asyncio.wait_for(ticket.events.get(), max(0.0, ticket.deadline - time.monotonic()))
+
+
+def _end(lm, job, chunks: "_Chunks", sent: _Sent, result: Result):
+    """The last events of a stream: the finish reason (and the run's summary), usage if asked, [DONE]."""
+    yield _sse(chunks.make(reason=sent.reason, diffusion=_diffusion(lm, job, result)))
+    if job.include_usage:
+        p = sum(job.prompt_tokens)
+        yield _sse({**chunks.make(), "choices": [],
+                    "usage": {"prompt_tokens": p, "completion_tokens": sent.tokens, "total_tokens": p + sent.tokens}})
+    yield "data: [DONE]\n\n"
+
+
 async def _events(lm, cfg: ServeConfig, ticket: Ticket):
-    job, chunks, sent = ticket.job, _Chunks(cfg, ticket.job), ""
+    job, chunks, sent = ticket.job, _Chunks(cfg, ticket.job), _Sent(lm, ticket.job)
     try:
         if chunks.chat:
             yield _sse(chunks.make(role=True))
         while True:
             try:
-                kind, payload = await asyncio.wait_for(ticket.events.get(),
-                                                       max(0.0, ticket.deadline - time.monotonic()))
+                kind, payload = await _next(ticket)
             except asyncio.TimeoutError:
                 ticket.cancelled = True
                 yield _sse(_timeout(cfg).body())
@@ -318,25 +406,18 @@ async def _events(lm, cfg: ServeConfig, ticket: Ticket):
             if kind == "error":
                 yield _sse(payload.body())
                 return
-            if kind == "draft":
+            if kind == "draft" and not sent.stopped:          # no draft past a stop string
                 yield _sse(chunks.make(draft={**payload, "text": lm.decode([t for t in payload["ids"]
                                                                            if t != lm.mask_id])}))
-                continue
-            ids = payload if kind == "final" else list(payload.rows[0].ids)
-            out, reason = answer(lm, ids, job.max_tokens)
-            text = lm.decode(out)
-            if kind == "final":                 # a block may end inside a character: hold its bytes back
-                text = text.rstrip("\ufffd")
-            if len(text) > len(sent) and text.startswith(sent):
-                yield _sse(chunks.make(text[len(sent):]))
-                sent = text
+            elif kind in ("final", "done") and not sent.stopped:
+                ids = payload if kind == "final" else list(payload.rows[0].ids)
+                new = sent.feed(*answer(lm, ids, job.max_tokens), complete=kind == "done")
+                if new:
+                    yield _sse(chunks.make(new))
+                ticket.stopped = sent.stopped                 # the worker ends the run at its next step
             if kind == "done":
-                yield _sse(chunks.make(reason=reason, diffusion=_diffusion(lm, job, payload)))
-                if job.include_usage:
-                    p = sum(job.prompt_tokens)
-                    yield _sse({**chunks.make(), "choices": [],
-                                "usage": {"prompt_tokens": p, "completion_tokens": len(out), "total_tokens": p + len(out)}})
-                yield "data: [DONE]\n\n"
+                for event in _end(lm, job, chunks, sent, payload):
+                    yield event
                 return
     finally:
         ticket.cancelled = True                 # a client that went away stops the run at its next step

@@ -6,7 +6,9 @@ Streams, keyword runs and seeded sampling requests run alone.
 
 A request that waits longer than `timeout` seconds (queue + run) is answered 504 by the app and
 marked cancelled; the worker skips it if it is still queued, and stops a run at its next step
-(generate's on_step raising ends the run) once every request in the batch is cancelled.
+(generate's on_step raising ends the run) once every request in the batch is cancelled. A stream
+whose answer reached a stop string is marked stopped: its run ends at the next step too, and the
+stream gets the run so far as its result (the summary of what ran).
 """
 from __future__ import annotations
 
@@ -29,6 +31,10 @@ class QueueFull(Exception):
 
 class Cancelled(Exception):
     """Raised from on_step: every request in the batch has been given up on."""
+
+
+class Finished(Exception):
+    """Raised from on_step: the streamed answer is complete (it reached a stop string)."""
 
 
 class RunRefused(ValueError):
@@ -58,6 +64,7 @@ class Ticket:
     future: asyncio.Future = None
     events: asyncio.Queue | None = None      # streams: ("start"|"final"|"draft"|"done"|"error", payload)
     cancelled: bool = False
+    stopped: bool = False                    # a stream's answer reached a stop string: end the run
 
     def __post_init__(self):
         self.future = self.loop.create_future()
@@ -93,6 +100,7 @@ class Counters:
     largest_batch: int = 0           # most requests in one batch
     dropped: int = 0                 # timed out or cancelled before they ran
     stopped_runs: int = 0            # runs stopped because every request in them was given up
+    stop_strings: int = 0            # streamed runs ended early because their answer reached a stop string
     sizes: collections.Counter = field(default_factory=collections.Counter)
 
 
@@ -135,6 +143,7 @@ class Scheduler:
             waiting = len(self._pending)
         return {"batches": c.batches, "requests": c.requests, "multi_request_batches": c.multi_request_batches,
                 "largest_batch": c.largest_batch, "dropped": c.dropped, "stopped_runs": c.stopped_runs,
+                "stop_strings": c.stop_strings,
                 "batch_sizes": {str(k): v for k, v in sorted(c.sizes.items())}, "waiting": waiting,
                 "max_batch": self.max_batch, "queue_size": self.queue_size}
 
@@ -229,6 +238,9 @@ class Scheduler:
         try:
             out = generate(self.lm, prompts, k.rule(), **k.loop(), seed=seed, eos_early_stop=True,
                            controls=k.controls(), on_start=watch.start, on_step=watch.step)
+        except Finished:
+            self.counters.stop_strings += 1
+            return watch.so_far(time.perf_counter() - t0)
         except ValueError as e:
             if watch.started:                         # raised while decoding: a bug, not the request
                 raise RuntimeError(str(e)) from e
@@ -247,6 +259,12 @@ class _Watch:
     def __init__(self, batch: list[Ticket]):
         self.batch, self.P, self.block, self.prev, self.started = batch, 0, 0, None, False
         self.stream = batch[0] if len(batch) == 1 and batch[0].job.stream else None
+        self.steps = 0
+
+    def so_far(self, seconds: float) -> Result:
+        """The stream's run as it stood when it was ended early: its canvas, one pass per step."""
+        ids = () if self.prev is None else tuple(self.prev[0, self.P:].tolist())
+        return Result(rows=(Row(ids=ids, nfe=self.steps),), batch_requests=1, batch_rows=1, seconds=seconds)
 
     def start(self, trace) -> None:
         """Every knob has passed generate()'s checks: the requests learn their run has started (a
@@ -258,9 +276,12 @@ class _Watch:
     def step(self, rec) -> None:
         if all(t.dead for t in self.batch):
             raise Cancelled()
+        self.steps += 1
         t = self.stream
         if t is None:
             return
+        if t.stopped:
+            raise Finished()
         k = t.job.knobs
         if rec.block != self.block and self.prev is not None:       # the loop moved past a block: it is final
             t.post("final", self.prev[0, self.P:self.P + rec.block * k.block_length].tolist())

@@ -1,17 +1,31 @@
 """Request bodies of `labkit serve`, parsed and checked into frozen Jobs before anything is queued.
 
-Every refusal is a ServeError whose message names the parameter and what it may be. What the
-server does with the standard fields:
+Every refusal is a one-line ServeError whose message names the parameter and what it may be. What
+the server does with the standard fields:
 
 - `max_tokens` (or `max_completion_tokens`): the answer's length limit. The canvas is max_tokens
   rounded up to a multiple of block_length (block_length defaults to min(32, max_tokens), so an
   answer of up to 32 tokens is one block of exactly max_tokens); the answer returned is the
-  canvas's first max_tokens tokens, cut at the first end-of-text / end-of-turn token.
+  canvas's first max_tokens tokens, cut at the first end-of-text / end-of-turn token. The prompt
+  and the answer must fit the model's context (the 400 says how long it is).
   `completion_tokens` counts the tokens returned; `finish_reason` is "stop" when the answer ended
-  at such a token within them, else "length".
+  at such a token or at a stop string, else "length".
+- `stop`: a string or a list of up to 4 non-empty strings ("" and [] mean none). The answer is cut
+  before the stop string that is complete first, reading its decoded text left to right;
+  `completion_tokens` then counts the answer tokens that make up the text returned. A stream holds
+  back text that could still be the start of a stop string, ends at the stop and stops the run.
+  Each prompt of a /v1/completions list is cut on its own.
+- `messages`: roles system, developer, user, assistant; content as text or text parts, and may be
+  empty or null (an empty message is left out of a plain transcript), but not every one of them.
 - `temperature`, `top_p`, `seed`: the registry's sampling knobs (temperature 0 is greedy). Without a
   seed a sampling request draws a fresh one; with a seed it runs alone, so the seed reproduces it.
-- `n`: only 1. `stop`, `logprobs`, penalties other than 0, tools: refused with 400.
+- `stream`, `stream_options.include_usage`: server-sent chunks, block by block (labkit.serve.app).
+- Accepted with the value that changes nothing, refused (400 naming the field) with any other
+  (NO_OP): n 1, best_of 1, presence/frequency_penalty 0, logprobs false / 0, top_logprobs 0,
+  logit_bias {}, echo false, suffix "", response_format {"type": "text"}, tools [] / functions [],
+  tool_choice / function_call "none" or "auto", modalities ["text"]. Read and ignored (they never
+  change the answer): user, metadata, store, service_tier, parallel_tool_calls, prompt_cache_key,
+  safety_identifier. Any other field is refused by name (GET /v1/models lists the fields read).
 - Diffusion knobs as extra fields (`diffusion_fields()`): sampler, preset ("speed"/"quality"), the
   loop's steps, block_length, seed, cfg_scale, penalty_lambda, every knob of the rule registry
   (threshold, editing_threshold, factor, entropy_bound, score, top_k, ... as described in
@@ -21,6 +35,8 @@ server does with the standard fields:
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import numbers
 from dataclasses import dataclass
 
@@ -31,12 +47,36 @@ from ..samplers.knobs import KnobError
 
 MAX_BODY = 1 << 20                      # bytes of a request body
 MAX_TOKENS = 4096                       # answer limit for a model without a context limit
+MAX_STOPS = 4                           # stop strings per request, as OpenAI allows
 ROLES = ("system", "developer", "user", "assistant")
-NO_EFFECT = frozenset({"user", "stream_options", "metadata", "store", "service_tier", "parallel_tool_calls"})
+NO_EFFECT = frozenset({"user", "stream_options", "metadata", "store", "service_tier", "parallel_tool_calls",
+                       "prompt_cache_key", "safety_identifier"})
 OPENAI = ("model", "max_tokens", "max_completion_tokens", "stream", "n", "temperature", "top_p", "stop",
-          "logprobs", "presence_penalty", "frequency_penalty")
+          "presence_penalty", "frequency_penalty", "logprobs", "logit_bias")
 LOOP_FIELDS = ("steps", "block_length", "seed", "cfg_scale", "penalty_lambda")   # samplers.knobs.LOOP, by name
 EXTRA = ("sampler", "preset", "keywords", "drafts")
+_TOOLS = "(this server does not call tools)"
+# standard fields accepted only with the value that changes nothing: (those values, what the field may be)
+NO_OP = {
+    "n": ((1,), "n must be 1 (one answer per request)"),
+    "best_of": ((1,), "best_of must be 1 (one answer per request)"),
+    "presence_penalty": ((0,), "presence_penalty must be 0 (penalties are not supported)"),
+    "frequency_penalty": ((0,), "frequency_penalty must be 0 (penalties are not supported)"),
+    "logprobs": ((False, 0), "logprobs must be false or 0 (this server returns no log probabilities)"),
+    "top_logprobs": ((0,), "top_logprobs must be 0 (this server returns no log probabilities)"),
+    "logit_bias": (({},), "logit_bias must be {} (this server does not bias tokens)"),
+    "echo": ((False,), "echo must be false (the answer never repeats the prompt)"),
+    "suffix": (("",), 'suffix must be "" or null (this server does not fill in text before a suffix)'),
+    "response_format": (({"type": "text"},), 'response_format: only {"type": "text"} is supported (this server '
+                                             'writes plain text)'),
+    "tools": (([],), f"tools must be [] {_TOOLS}"),
+    "functions": (([],), f"functions must be [] {_TOOLS}"),
+    "tool_choice": (("none", "auto"), f'tool_choice must be "none" or "auto" {_TOOLS}'),
+    "function_call": (("none", "auto"), f'function_call must be "none" or "auto" {_TOOLS}'),
+    "modalities": ((["text"],), 'modalities must be ["text"] (this server writes text)'),
+}
+CHAT_NO_OP = ("top_logprobs", "response_format", "tools", "functions", "tool_choice", "function_call", "modalities")
+TEXT_NO_OP = ("best_of", "echo", "suffix")
 
 
 def diffusion_fields() -> tuple[str, ...]:
@@ -47,11 +87,11 @@ def diffusion_fields() -> tuple[str, ...]:
 
 
 def chat_fields() -> frozenset[str]:
-    return frozenset(("messages", *OPENAI, *diffusion_fields())) | NO_EFFECT
+    return frozenset(("messages", *OPENAI, *CHAT_NO_OP, *diffusion_fields())) | NO_EFFECT
 
 
 def text_fields() -> frozenset[str]:
-    return frozenset(("prompt", *OPENAI, *diffusion_fields())) | NO_EFFECT
+    return frozenset(("prompt", *OPENAI, *TEXT_NO_OP, *diffusion_fields())) | NO_EFFECT
 
 
 def generate_fields() -> frozenset[str]:
@@ -63,9 +103,10 @@ class ServeError(Exception):
     """An answer other than 200: status, message, OpenAI error type and code, the parameter."""
 
     def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None,
-                 type: str = "invalid_request_error"):
+                 type: str = "invalid_request_error", headers: dict | None = None):
         super().__init__(message)
         self.status, self.message, self.param, self.code, self.type = status, message, param, code, type
+        self.headers = headers or {}
 
     def body(self) -> dict:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
@@ -119,6 +160,7 @@ class Job:
     stream: bool = False
     drafts: bool = False
     include_usage: bool = False
+    stop: tuple[str, ...] = ()       # the answer ends before the first of these (not a Knob: it batches)
 
     @property
     def batchable(self) -> bool:
@@ -164,21 +206,44 @@ def _check_fields(body, allowed: frozenset, route: str) -> None:
         raise ServeError(400, f"the request body must be a JSON object, got {type(body).__name__}", code="invalid_json")
     unknown = sorted(set(body) - allowed)
     if unknown:
-        raise bad(unknown[0], f"{unknown[0]}: unsupported parameter for {route} (it reads {', '.join(sorted(allowed))})")
+        name = unknown[0]
+        close = difflib.get_close_matches(name, sorted(allowed), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ServeError(400, f"{name}: unknown parameter for {route}{hint} (GET /v1/models lists the fields "
+                              f"this server reads)", param=name, code="unknown_parameter")
+
+
+def _same(value, allowed) -> bool:
+    """JSON equality where true is not 1 and false is not 0 (0 and 0.0 are the same number)."""
+    if isinstance(value, bool) or isinstance(allowed, bool):
+        return type(value) is type(allowed) and value == allowed
+    return value == allowed
+
+
+def _short(value, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _refused(body: dict) -> None:
-    """Standard fields the server cannot honour, refused rather than silently ignored."""
-    if body.get("n") not in (None, 1):
-        raise bad("n", f"n must be 1 (one answer per request), got {body['n']!r}")
-    if body.get("stop") not in (None, [], ""):
-        raise bad("stop", "stop sequences are not supported: the answer ends at the model's end-of-text token or "
-                          "at max_tokens")
-    if body.get("logprobs") not in (None, False, 0):
-        raise bad("logprobs", "logprobs are not supported")
-    for name in ("presence_penalty", "frequency_penalty"):
-        if body.get(name) not in (None, 0):
-            raise bad(name, f"{name} must be 0 (not supported), got {body[name]!r}")
+    """Standard fields the server cannot honour: accepted with the value that changes nothing (or
+    null), refused with any other rather than silently ignored."""
+    for name, (values, allowed) in NO_OP.items():
+        v = body.get(name)
+        if v is not None and not any(_same(v, a) for a in values):
+            raise bad(name, f"{allowed}, got {_short(v)}")
+
+
+def stops(body: dict) -> tuple[str, ...]:
+    """`stop`: a string or a list of up to MAX_STOPS non-empty strings; null, "" and [] are none."""
+    v = body.get("stop")
+    if v is None or v == "" or v == []:
+        return ()
+    if isinstance(v, str):
+        return (v,)
+    if not isinstance(v, list) or len(v) > MAX_STOPS or not all(isinstance(s, str) and s for s in v):
+        raise bad("stop", f"stop must be a string or a list of up to {MAX_STOPS} non-empty strings, got {_short(v)}")
+    return tuple(dict.fromkeys(v))
 
 
 def _sampler(lm, body: dict) -> str:
@@ -264,31 +329,48 @@ def _max_tokens(lm, body: dict, longest_prompt: int, name: str = "max_tokens") -
         raise bad("messages" if "messages" in body else "prompt",
                   f"the prompt is {longest_prompt} tokens, which leaves no room in the model's context of "
                   f"{lm.max_length} tokens")
-    return _get_int(body, key, min(defaults.GEN_LENGTH, room), 1, min(room, MAX_TOKENS))
+    high = min(room, MAX_TOKENS)
+    try:
+        return _get_int(body, key, min(defaults.GEN_LENGTH, room), 1, high)
+    except ServeError as e:
+        if lm.max_length is None or high == MAX_TOKENS:
+            raise
+        raise bad(key, f"{e.message}: the prompt ({longest_prompt} tokens) and the answer must fit the model's "
+                       f"context of {lm.max_length} tokens") from None
+
+
+def _content(i: int, m) -> str:
+    """A message's text: a string, a list of {"type": "text", "text"} parts, or null (empty)."""
+    if not isinstance(m, dict) or m.get("role") not in ROLES:
+        role = m.get("role") if isinstance(m, dict) else m
+        raise bad("messages", f"messages[{i}].role must be one of {', '.join(ROLES)}, got {_short(role)}")
+    content = m.get("content")
+    if isinstance(content, list):               # [{"type": "text", "text": ...}, ...]
+        if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+                   for p in content):
+            raise bad("messages", f"messages[{i}].content parts must all be {{'type': 'text', 'text': str}}")
+        content = "".join(p["text"] for p in content)
+    if content is None:
+        return ""
+    if not isinstance(content, str):
+        raise bad("messages", f"messages[{i}].content must be text, got {_short(content)}")
+    return content
 
 
 def render_chat(lm, messages) -> str:
     """Chat messages as the prompt text: the model's chat template when it has one, else a plain
-    transcript ("USER:\\n...\\n\\nASSISTANT:\\n"), the shape of the embedded models' play text."""
+    transcript ("USER:\\n...\\n\\nASSISTANT:\\n", the shape of the embedded models' play text)
+    that leaves out empty messages. Empty contents are fine, a conversation of nothing else is not."""
     if not isinstance(messages, list) or not messages:
-        raise bad("messages", f"messages must be a non-empty list of {{'role', 'content'}} objects, got {messages!r}")
-    plain = []
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ROLES:
-            role = m.get("role") if isinstance(m, dict) else m
-            raise bad("messages", f"messages[{i}].role must be one of {', '.join(ROLES)}, got {role!r}")
-        content = m.get("content")
-        if isinstance(content, list):           # [{"type": "text", "text": ...}, ...]
-            if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-                       for p in content):
-                raise bad("messages", f"messages[{i}].content parts must all be {{'type': 'text', 'text': str}}")
-            content = "".join(p["text"] for p in content)
-        if not isinstance(content, str) or not content.strip():
-            raise bad("messages", f"messages[{i}].content must be non-empty text, got {content!r}")
-        plain.append({"role": m["role"], "content": content})
+        raise bad("messages", f"messages must be a non-empty list of {{'role', 'content'}} objects, got "
+                              f"{_short(messages)}")
+    plain = [{"role": m["role"], "content": _content(i, m)} for i, m in enumerate(messages)]
+    if not any(m["content"].strip() for m in plain):
+        raise bad("messages", "messages: every message's content is empty (at least one must hold some text)")
     if getattr(lm.tokenizer, "chat_template", None):
         return chat_text(lm, plain)
-    return "".join(f"{m['role'].upper()}:\n{m['content'].strip()}\n\n" for m in plain) + "ASSISTANT:\n"
+    return "".join(f"{m['role'].upper()}:\n{m['content'].strip()}\n\n" for m in plain
+                   if m["content"].strip()) + "ASSISTANT:\n"
 
 
 def _job(lm, body: dict, kind: str, prompts: list[str], max_batch: int, limit_name: str = "max_tokens") -> Job:
@@ -308,7 +390,7 @@ def _job(lm, body: dict, kind: str, prompts: list[str], max_batch: int, limit_na
         raise bad("stream_options", f"stream_options must be an object, got {opts!r}")
     return Job(kind=kind, prompts=tuple(prompts), prompt_tokens=counts, knobs=k, max_tokens=max_tokens,
                stream=stream, drafts=_get_bool(body, "drafts"),
-               include_usage=bool(stream and opts and opts.get("include_usage")))
+               include_usage=bool(stream and opts and opts.get("include_usage")), stop=stops(body))
 
 
 def parse_chat(lm, body, max_batch: int) -> Job:
@@ -353,3 +435,38 @@ def answer(lm, ids: list[int], max_tokens: int) -> tuple[list[int], str]:
         if t in lm.stop_ids:
             return head[:i], "stop"
     return head, "length"
+
+
+def find_stop(text: str, stop: tuple[str, ...]) -> int | None:
+    """Where the answer ends in `text`: the start of the stop string that is complete first, reading
+    left to right (as a left-to-right generator would meet it); None when none occurs."""
+    found = [(at + len(s), at) for s in stop if (at := text.find(s)) >= 0]
+    return min(found)[1] if found else None
+
+
+def held_back(text: str, stop: tuple[str, ...]) -> int:
+    """How many characters at the end of `text` could still be the start of a stop string."""
+    return max((k for s in stop for k in range(1, min(len(s) - 1, len(text)) + 1) if text.endswith(s[:k])),
+               default=0)
+
+
+def tokens_for(lm, ids: list[int], chars: int) -> int:
+    """The fewest leading answer tokens whose text holds the first `chars` characters."""
+    lo, hi = 0, len(ids)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if len(lm.decode(ids[:mid]).rstrip("\ufffd")) >= chars:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def final_text(lm, ids: list[int], reason: str, stop: tuple[str, ...]) -> tuple[str, int, str]:
+    """A row's answer tokens (from answer()) as (text, tokens counted, finish reason), cut before
+    its first stop string (finish reason "stop")."""
+    text = lm.decode(ids)
+    at = find_stop(text, stop)
+    if at is None:
+        return text, len(ids), reason
+    return text[:at], tokens_for(lm, ids, at), "stop"
