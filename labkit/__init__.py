@@ -13,7 +13,7 @@ import importlib
 
 from . import defaults
 from .accel import Accel
-from .controls import Ban, Infill, Keywords, Pin, ReNoise
+from .controls import Ban, Infill, Keywords, Pin, ReNoise, Topic
 from .decode import Output, generate, stream
 from .models.load import DLM, load, toy
 from .samplers import Autoregressive, DecodeState, DraftEdit, EntropyBound, LowConfidence, StepRecord, Threshold
@@ -34,6 +34,6 @@ def __getattr__(name: str):
 
 
 __all__ = ["Accel", "Autoregressive", "Ban", "cache", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound",
-           "Infill", "Keywords", "LowConfidence", "Pin", "ReNoise", "Threshold", "Output", "StepRecord", "Trace",
+           "Infill", "Keywords", "LowConfidence", "Pin", "ReNoise", "Threshold", "Topic", "Output", "StepRecord", "Trace",
            "generate", "load", "profile", "set_threads", "stream", "toy", "viz", "widgets"]
 __version__ = "0.1.0"

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import labkit as lk
-from labkit import control as ctl
+from labkit import controls as ctl
 from labkit.controls import Ban, Infill, Keywords, Pin, ReNoise, contains_word
 from labkit.samplers import Autoregressive, DraftEdit, EntropyBound, LowConfidence, Threshold
 
@@ -178,3 +178,17 @@ def test_a_saved_trace_keeps_its_pinned_positions(toy, tmp_path):
     plain = lk.Trace.load(lk.generate(toy, "ROMEO:\n", gen_length=16, block_length=16, steps=16).trace.save(
         tmp_path / "plain.npz"))
     assert not plain.has_pins and plain.pinned() is None
+
+
+def test_topic_tips_the_words_in_without_forcing_them(toy):
+    import labkit as lk
+
+    kw = dict(gen_length=16, block_length=16, steps=16)
+    plain = lk.generate(toy, "ROMEO:\n", **kw)
+    assert torch.equal(lk.generate(toy, "ROMEO:\n", controls=[lk.Topic(["crown"], strength=0.0)], **kw).ids, plain.ids)
+    steered = lk.generate(toy, "ROMEO:\n", controls=[lk.Topic(["crown"], strength=50.0)], **kw)
+    assert "crown" in steered.text.lower() and "crown" not in plain.text.lower()
+    with pytest.raises(ValueError, match="Topic strength must be a number >= 0"):
+        lk.Topic(["crown"], strength=-1)
+    with pytest.raises(ValueError, match="Topic needs at least one word"):
+        lk.Topic([])

@@ -7,6 +7,7 @@ by shaping the logits before the rule picks. Pass any combination to `generate(.
 - `Infill(template)`: "To be, or ___ to be"; the model writes only the gaps (`___{n}`: n tokens).
 - `Keywords(words)`: each word appears somewhere, where the model finds it fits best.
 - `Ban(words, eos=False)`: never write these words (and, with eos=True, no end of text).
+- `Topic(words, strength)`: a soft steer: + strength on those words' logits at every step (nothing forced).
 - `ReNoise(text, spans=... | ratio=...)`: re-mask part of an existing text and denoise only that.
 
 How they act, per step (decode.stream calls `apply` before the rule and `fix` after it):
@@ -34,7 +35,7 @@ Keyword tokens the model writes itself, and placed ones, are frozen: edits never
 """
 from .base import Canvas, Control, apply, check, controlled_step, fix, setup
 from .spans import Infill, Pin, ReNoise, parse_template
-from .words import KEYWORD_METHODS, Ban, Keywords, contains_word, glue_ids, variants
+from .words import KEYWORD_METHODS, Ban, Keywords, Topic, contains_word, glue_ids, variants
 
-__all__ = ["Ban", "Canvas", "Control", "Infill", "Keywords", "KEYWORD_METHODS", "Pin", "ReNoise", "apply", "check",
+__all__ = ["Ban", "Canvas", "Control", "Infill", "Keywords", "KEYWORD_METHODS", "Pin", "ReNoise", "Topic", "apply", "check",
            "contains_word", "controlled_step", "fix", "glue_ids", "parse_template", "setup", "variants"]

@@ -190,6 +190,39 @@ class Keywords(Control):
 
 
 @dataclass(frozen=True)
+class Topic(Control):
+    """A soft steer towards a topic: at every step `strength` is added to the logits, at masked
+    positions, of the first token of each way to write each of `words` (with and without a leading
+    space, three casings), and of a word's next token right after its begun part. Nothing is
+    forced (Keywords forces): the model writes a topic word where it fits and the strength tips it.
+    Composes with every rule and control, as logits bias (seed 004: steering by adjusting logits)."""
+    words: tuple = ()
+    strength: float = 2.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "words", _check_words(self.words, "Topic"))
+        if isinstance(self.strength, bool) or not isinstance(self.strength, (int, float)) or not self.strength >= 0:
+            raise ValueError(f"Topic strength must be a number >= 0 (logit units), got {self.strength!r}")
+
+    def _seqs(self, lm: Denoiser) -> list[list[int]]:
+        forms = {lead + f for w in self.words for f in (w.strip(), w.strip().lower(), w.strip().capitalize())
+                 for lead in ("", " ")}
+        return _encode_all(lm.tokenizer, tuple(sorted(forms)))
+
+    def bias(self, logits, x, frozen, canvas):
+        if not self.strength:
+            return
+        masked = (x == canvas.lm.mask_id).to(logits.dtype) * self.strength       # (B, L)
+        for seq in self._seqs(canvas.lm):
+            logits[:, :, seq[0]] += masked
+            for j in range(1, len(seq)):                # go on with a topic word already begun
+                begun = _occurs(x, seq[:j], canvas.prompt_len, canvas.end)
+                nxt = torch.zeros_like(masked)
+                nxt[:, 1:] = begun[:, :-1].to(logits.dtype) * masked[:, 1:]
+                logits[:, :, seq[j]] += nxt
+
+
+@dataclass(frozen=True)
 class Ban(Control):
     """Never write `words` (any case, as whole tokens sequences); `eos=True` also forbids the end of text."""
     words: tuple = ()
