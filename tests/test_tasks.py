@@ -142,3 +142,22 @@ def test_heldout_refuses_bad_arguments():
         heldout("chess")
     with pytest.raises(ValueError, match="n must be a positive integer"):
         heldout("mirror", 0)
+
+
+def test_the_exact_match_scorer_on_hand_built_cases():
+    from labkit.eval.exact import exact_match, summarise, wilson
+
+    assert exact_match("241635", "241635") and exact_match(" 0391475\n", "0391475")
+    assert not exact_match("24163", "241635") and not exact_match("241636", "241635")
+    assert not exact_match("", "abcd") and not exact_match("ABCD", "abcd")
+    lo, hi = wilson(0, 10)
+    assert lo == 0.0 and abs(hi - 0.2775) < 1e-3                       # the textbook Wilson bound
+    lo, hi = wilson(10, 10)
+    assert hi == 1.0 and abs(lo - 0.7225) < 1e-3
+    lo, hi = wilson(50, 100)
+    assert abs(lo - 0.4038) < 1e-3 and abs(hi - 0.5962) < 1e-3
+    rows = [{"correct": c, "nfe": 4, "tokens": 8} for c in (True, True, False, True)]
+    s = summarise(rows)
+    assert s["n"] == 4 and s["accuracy"] == 0.75 and s["tpf"] == 2.0 and s["nfe_mean"] == 4.0
+    with pytest.raises(ValueError, match="n must be a positive count"):
+        wilson(0, 0)

@@ -2,13 +2,15 @@
 on the held-out task suite under every decoding order and parallel rule, beside the Shakespeare
 models' speed-quality table (`benchmarks/results/samplers.json`), in one JSON.
 
-    labkit bench tasks --out benchmarks/results      # → tasks.json (about 15 min on 2 cores)
+    labkit bench tasks --out benchmarks/results        # → tasks.json: every rule on the committed models
+    labkit bench task-seeds --out benchmarks/results   # → task_seeds.json: 3 training seeds at a reduced budget
 
 `RULES` is the matrix: the orders of one-token-per-step decoding (random, low-confidence,
 margin, entropy) and the parallel rules (threshold at three values, factor, S and Q modes).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -80,3 +82,143 @@ def bench_tasks(lm, ar, samplers_json: str | Path, n: int | None = None, log=Non
     """The whole comparison: every rule on `lm`, the AR twin, and the Shakespeare rows."""
     return {"meta": metadata(lm), "runs": run_matrix(lm, ar, n=n, log=log),
             "shakespeare": shakespeare_rows(samplers_json)}
+
+
+# --- the spread over training seeds ----------------------------------------------------------------
+SEEDS = (0, 1, 2)
+SEED_STEPS = 400           # the reduced budget of each seed's run (the committed models: their recipe's)
+SEED_ITEMS = 200           # held-out items per task in each seed's evaluation
+
+
+def seed_recipe(name: str, seed: int, steps: int = SEED_STEPS):
+    """The committed recipe at `steps` steps (warm-up and curriculum phases scaled alike), with `seed`."""
+    from ..training.recipes import RECIPES
+
+    cfg = RECIPES[name]
+    scale = steps / cfg.steps
+    phases = tuple((round(start * scale), names) for start, names in cfg.task_phases)
+    return dataclasses.replace(cfg, steps=steps, seed=seed, warmup=max(1, round(cfg.warmup * scale)), task_phases=phases)
+
+
+SEED_RUNS = Path("runs") / "task-seeds"   # where the seed runs train (resumable; not committed)
+
+
+def seed_runs(folder: str | Path = SEED_RUNS, seeds=SEEDS, steps: int = SEED_STEPS, n: int = SEED_ITEMS,
+              log=None) -> dict:
+    """Train tiny-task and tiny-task-ar once per seed at a reduced budget (into folder/, resumable:
+    a finished run is only evaluated) and evaluate each: the accuracies' spread across seeds."""
+    from ..models.load import load
+    from ..training.loop import train
+
+    runs = []
+    for seed in seeds:
+        pair = {}
+        for name in ("tiny-task", "tiny-task-ar"):
+            run = Path(folder) / f"{name}-seed{seed}"
+            train(seed_recipe(name, seed, steps), run, progress=False, log=log or (lambda m: None))
+            pair[name] = load(str(run))
+        for run in run_matrix(pair["tiny-task"], pair["tiny-task-ar"], n=n, labels=SEED_RULES, log=log):
+            runs.append({"seed": seed, **{k: run[k] for k in ("label", "rule", "knobs", "tasks")}})
+    return {"steps": steps, "items_per_task": n, "seeds": list(seeds), "runs": runs}
+
+
+# --- reading the results -----------------------------------------------------------------------------
+def accuracy(result: dict, label: str, task: str, group: str | None = None) -> dict:
+    """One cell of tasks.json: the summary of rule `label` on `task` (or on one of its groups)."""
+    run = next(r for r in result["runs"] if r["label"] == label)
+    t = run["tasks"][task]
+    return t if group is None else t["groups"][group]
+
+
+def table(result: dict, task: str, groups: bool = True) -> str:
+    """Accuracy (95% interval), NFE and TPF of every rule on one task, as a text table."""
+    lines = [f"{task:<26} {'accuracy':>9} {'95% interval':>15} {'NFE':>6} {'TPF':>6}"]
+    for run in result["runs"]:
+        t = run["tasks"].get(task)
+        if t is None:
+            continue
+        rows = [(run["label"], t)]
+        if groups:
+            rows += [(f"  {g}", s) for g, s in t.get("groups", {}).items()]
+        for label, s in rows:
+            lo, hi = s["ci95"]
+            lines.append(f"{label:<26} {s['accuracy']:>9.3f} {f'[{lo:.3f}, {hi:.3f}]':>15} {s['nfe_mean']:>6.1f} "
+                         f"{s['tpf']:>6.2f}")
+    return "\n".join(lines)
+
+
+def seed_spread(seeds: dict, label: str, task: str, model: str | None = None) -> dict:
+    """min, max and mean accuracy of rule `label` on `task` across the seed runs."""
+    accs = [r["tasks"][task]["accuracy"] for r in seeds["runs"] if r["label"] == label]
+    return {"min": min(accs), "max": max(accs), "mean": round(sum(accs) / len(accs), 4), "runs": len(accs)}
+
+
+def frontier_figure(result: dict, tasks=("mirror", "addition", "sudoku")):
+    """TPF against exact-match accuracy per task (the parallel rules), beside Shakespeare's TPF
+    against gen-PPL (× the one-token-per-step run) for tiny and tiny-cap: confidence follows
+    predictability."""
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for task in tasks:
+        pts = sorted((r["tasks"][task]["tpf"], r["tasks"][task]["accuracy"]) for r in result["runs"]
+                     if task in r["tasks"] and r["label"] != AR_LABEL)
+        left.plot(*zip(*pts), "o-", label=task)
+    left.set_xlabel("tokens per forward pass (TPF)")
+    left.set_ylabel("exact match on held-out items")
+    left.set_title("task models: every rule")
+    left.legend()
+    for model in ("tiny", "tiny-cap"):
+        pts = sorted((r["tpf"], r["gen_ppl_x_1tok"]) for r in result["shakespeare"] if r["model"] == model)
+        right.plot(*zip(*pts), "s-", label=model)
+    right.set_xlabel("tokens per forward pass (TPF)")
+    right.set_ylabel("gen-PPL / one token per step")
+    right.set_title("Shakespeare models (benchmarks/results/samplers.json)")
+    right.set_yscale("log")
+    right.legend()
+    fig.tight_layout()
+    return fig
+
+
+# --- the tables docs/models.md shows (a test compares them with this output) -------------------------
+def _cell(s: dict) -> str:
+    lo, hi = s["ci95"]
+    return f"{100 * s['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def markdown_accuracy(result: dict) -> str:
+    """Exact match (95% interval) of every rule on every task and group, and TPF per task."""
+    cols = [("sudoku", None), ("sudoku", "hard"), ("addition", None), ("reversal", "forward"),
+            ("reversal", "backward_infill"), ("reversal", "backward_reversed"), ("mirror", None)]
+    head = ["rule"] + [t if g is None else f"{t}: {g}" for t, g in cols] + ["TPF sudoku / addition / mirror"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for run in result["runs"]:
+        cells = []
+        for task, group in cols:
+            t = run["tasks"].get(task)
+            s = None if t is None else (t if group is None else t.get("groups", {}).get(group))
+            cells.append("—" if s is None else _cell(s))
+        tpf = " / ".join(f"{run['tasks'][t]['tpf']:.2f}" for t in ("sudoku", "addition", "mirror"))
+        lines.append(f"| {run['label']} | " + " | ".join(cells) + f" | {tpf} |")
+    return "\n".join(lines)
+
+
+def markdown_shakespeare(result: dict) -> str:
+    lines = ["| model · rule | TPF | gen-PPL | × one token per step | distinct-2 |", "|---|---|---|---|---|"]
+    for r in result["shakespeare"]:
+        lines.append(f"| {r['model']} · {r['label']} | {r['tpf']:.2f} | {r['gen_ppl']:.2f} | "
+                     f"{r['gen_ppl_x_1tok']:.2f} | {r['distinct_2']:.3f} |")
+    return "\n".join(lines)
+
+
+def markdown_seeds(seeds: dict) -> str:
+    from ..tasks import TASKS
+
+    lines = ["| rule | " + " | ".join(TASKS) + " |", "|" + "---|" * (len(TASKS) + 1)]
+    for label in (*SEED_RULES, AR_LABEL):
+        cells = []
+        for task in TASKS:
+            s = seed_spread(seeds, label, task)
+            cells.append(f"{100 * s['min']:.1f}–{100 * s['max']:.1f}%")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

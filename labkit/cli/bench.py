@@ -45,6 +45,12 @@ def _benchmarks() -> dict:
                                            _device, _seed, _quiet)),
         "serve": ("the OpenAI-compatible server's throughput and latency, batching on and off", _bench_serve,
                   (model_args, _clients, _requests, _gen_length(32), _quiet)),
+        "tasks": ("exact-match accuracy of every rule on the task models, AR twin and Shakespeare beside",
+                  _bench_tasks, (_task_models, _items, _quiet)),
+        "task-seeds": ("the task models' accuracy across 3 training seeds at a reduced budget", _bench_task_seeds,
+                       (_seed_steps, _items, _quiet)),
+        "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
+                    (_limit, _quiet)),
     }
 
 
@@ -57,6 +63,24 @@ def run(a) -> int:
 
 
 # --- the flags, one function each (a benchmark lists the ones it reads) ------------------------------------
+def _task_models(p) -> None:
+    p.add_argument("--model", default="tiny-task", help="the masked task model (default tiny-task)")
+    p.add_argument("--ar-model", default="tiny-task-ar", help="its AR twin (default tiny-task-ar)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, ... (default: cpu)")
+
+
+def _items(p) -> None:
+    p.add_argument("--n", type=int, default=None, help="held-out items per task (default: all; task-seeds: 200)")
+
+
+def _limit(p) -> None:
+    p.add_argument("--limit", type=int, default=None, help="items of the task (default: all 200)")
+
+
+def _seed_steps(p) -> None:
+    p.add_argument("--steps", type=int, default=None, help="training steps of each seed's run (default 400)")
+
+
 def _model_only(p) -> None:
     p.add_argument("--model", default="tiny", help="'tiny', 'tiny-cap', 'tiny-ar' or a model folder (default: tiny)")
 
@@ -355,3 +379,42 @@ def _bench_samplers(a) -> int:
                                    f"block 32, greedy, batch 1)"))
         print(f"written: {out / 'samplers.json'}, {out / 'samplers_frontier.png'}")
     return 0
+
+
+def _bench_tasks(a) -> int:
+    from ..bench.tasks import bench_tasks, frontier_figure, table
+    from ..models.load import load
+    from ..tasks import TASKS
+
+    if a.n is not None and a.n < 1:
+        raise ValueError(f"--n must be a positive integer, got {a.n}")
+    lm, ar = load(a.model, device=a.device), load(a.ar_model, device=a.device)
+    result = bench_tasks(lm, ar, f"{a.out}/samplers.json", n=a.n, log=progress_log(a))
+    out = save(a, "tasks.json", result)
+    frontier_figure(result).savefig(out / "tasks_frontier.png", dpi=120)
+    if a.json:
+        print(json.dumps(result))
+    else:
+        for task in TASKS:
+            print(table(result, task), "\n")
+        print(f"written: {out / 'tasks.json'}, {out / 'tasks_frontier.png'}")
+    return 0
+
+
+def _bench_task_seeds(a) -> int:
+    from ..bench.tasks import SEED_ITEMS, SEED_STEPS, seed_runs
+
+    steps, n = a.steps or SEED_STEPS, a.n or SEED_ITEMS
+    if steps < 1 or n < 1:
+        raise ValueError(f"--steps and --n must be positive integers, got {steps} and {n}")
+    result = seed_runs(steps=steps, n=n, log=progress_log(a))
+    return report(a, "task_seeds.json", result, lambda r: print(json.dumps(r, indent=1)))
+
+
+def _bench_lm_eval(a) -> int:
+    from ..bench.lm_eval import bench_lm_eval, table
+
+    if a.limit is not None and a.limit < 1:
+        raise ValueError(f"--limit must be a positive integer, got {a.limit}")
+    result = bench_lm_eval(limit=a.limit, log=progress_log(a))
+    return report(a, "lm_eval.json", result, lambda r: print(table(r)))

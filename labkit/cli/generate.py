@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
                    "of the answer (repeatable)")
     g.add_argument("--html", help="write the step-through view to this HTML file")
     g.add_argument("--trace", help="save the trace (.npz) to this path")
-    g.set_defaults(fn=run, steps_given=False)
+    g.set_defaults(fn=run, steps_given=False, gen_length_given=False, block_length_given=False)
 
 
 def sampler_args(g) -> None:
@@ -33,8 +33,10 @@ def sampler_args(g) -> None:
     from .. import defaults
     from ..samplers import knobs
 
-    g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH, help=_help(knobs.GEN_LENGTH))
-    g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH, help=_help(knobs.BLOCK_LENGTH))
+    g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH, action=Given,
+                   help=f"{_help(knobs.GEN_LENGTH)} (default {defaults.GEN_LENGTH}; a task model's puzzle: its answer)")
+    g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH, action=Given,
+                   help=_help(knobs.BLOCK_LENGTH))
     g.add_argument("--steps", type=int, action=Given, help=f"{_help(knobs.STEPS)} (default {defaults.STEPS}; "
                    "rules that run until each block is done ignore it)")
     rule_args(g)
@@ -108,6 +110,7 @@ def run(a) -> int:
                    penalty_lambda=a.penalty_lambda, controls=controls, accel=Accel.GPU if a.gpu_path else None)
     seconds = time.perf_counter() - t0
     print(prompt + out.text)
+    _print_grid(prompt, out.text)
     print(f"--- NFE {out.stats['nfe']} · {out.stats['gen_tokens']} tokens · "
           f"TPF {out.stats['tpf']:.2f} · {seconds:.2f} s · {out.stats['tps']:.1f} tok/s", file=sys.stderr)
     parallel = defaults.parallel_note(lm.name, name, out.stats["tpf"])
@@ -120,6 +123,16 @@ def run(a) -> int:
     if trace_path:
         print(f"trace written to {out.trace.save(trace_path)}", file=sys.stderr)
     return 0
+
+
+def _print_grid(prompt: str, answer: str) -> None:
+    """A Sudoku's question and answer as grids (stderr), beside the line printed above."""
+    from ..tasks import grid_columns, sudoku
+
+    if grid_columns(prompt) and len(answer) == sudoku.CELLS:
+        question = prompt[1:-1]
+        left, right = sudoku.format_grid(question).splitlines(), sudoku.format_grid(answer).splitlines()
+        print("\n".join(f"{q:<22}  {r}" for q, r in zip(left, right)), file=sys.stderr)
 
 
 def fast_model(lm, cache: str, compile_mode: str):
@@ -145,6 +158,7 @@ def rule_before_load(a):
     chosen = a.model is not None
     if not chosen:
         a.model = defaults.PARALLEL_MODEL if a.sampler in registry.PRESETS else defaults.MODEL
+    _fit_to_task(a)
     causal = embedded_kind(a.model) == "causal"  # known before loading for the embedded models
     name, sampler, notes = sampler_from_flags(a, default="autoregressive" if causal else "low_confidence")
     if a.sampler is not None or embedded_kind(a.model) is not None:   # else the model's family picks the rule
@@ -154,6 +168,22 @@ def rule_before_load(a):
         notes.insert(0, f"{a.sampler} mode runs on {a.model}, the lab's model for parallel decoding "
                         f"(choose another with --model)")
     return name, sampler, notes
+
+
+def _fit_to_task(a) -> None:
+    """A task model asked a task's question: the canvas is the answer's length, one block, one
+    step per token, unless the flags say otherwise."""
+    from ..tasks import answer_length, is_task_model
+
+    n = answer_length(getattr(a, "prompt", "")) if is_task_model(a.model) else None
+    if n is None:
+        return
+    if not a.gen_length_given:
+        a.gen_length = n
+    if not a.block_length_given:
+        a.block_length = a.gen_length
+    if not a.steps_given:
+        a.steps = a.gen_length
 
 
 def rule_after_load(a, lm, name: str, sampler, notes: list[str]):

@@ -48,7 +48,7 @@ def add_parser(sub) -> None:
     e.add_argument("--concurrency", type=int, default=4, help="requests at a time (default 4)")
     e.add_argument("--timeout", type=float, default=120.0, help="seconds per attempt (default 120)")
     e.add_argument("--retries", type=int, default=2, help="retries per request (default 2)")
-    b.set_defaults(fn=batch, steps_given=False)
+    b.set_defaults(fn=batch, steps_given=False, gen_length_given=False, block_length_given=False)
 
 
 def check_endpoint(a) -> int:

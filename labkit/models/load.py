@@ -12,7 +12,8 @@ import torch
 from .. import threads
 from .handle import DLM, Denoiser
 
-EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap"}  # name → folder under labkit/weights/
+EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap",      # name → folder under labkit/weights/
+            "tiny-task": "tiny-task", "tiny-task-ar": "tiny-task-ar"}
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
 EOT_TOKEN_STRINGS = ("<|eot_id|>",       # end of turn: LLaDA's Llama-style template
                      "<|im_end|>",       # Dream's ChatML

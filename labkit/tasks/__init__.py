@@ -4,11 +4,23 @@ A wing of the lab, like the Shakespeare corpus: the training recipes of `tiny-ta
 `tiny-task-ar` and `labkit.eval.exact` read it; the core never does.
 
 - `sudoku`: 6×6 Sudoku, every puzzle with one solution (decoding order);
-- `addition`: 6-digit addition, most-significant digit first (the carry);
+- `addition`: 5-digit addition, the sum written most-significant digit first (the carry);
 - `reversal`: facts "A>B" asked forwards and backwards (the reversal curse);
 - `mirror`: letters written backwards (parallel decoding's best case).
 """
-from .data import HELDOUT_ITEMS, REVERSAL_MODES, TASKS, Item, TaskData, answer_length, heldout, is_heldout, task_of
+from .data import (
+    HELDOUT_ITEMS,
+    REVERSAL_MODES,
+    TASKS,
+    Item,
+    TaskData,
+    answer_length,
+    example_prompt,
+    grid_columns,
+    heldout,
+    is_heldout,
+    task_of,
+)
 from .tokenizer import char_tokenizer
 
 
@@ -27,5 +39,5 @@ def is_task_model(name: str) -> bool:
     except (OSError, ValueError, KeyError, TypeError):
         return False
 
-__all__ = ["HELDOUT_ITEMS", "REVERSAL_MODES", "TASKS", "Item", "TaskData", "answer_length", "char_tokenizer", "heldout",
-           "is_heldout", "is_task_model", "task_of"]
+__all__ = ["HELDOUT_ITEMS", "REVERSAL_MODES", "TASKS", "Item", "TaskData", "answer_length", "char_tokenizer",
+           "example_prompt", "grid_columns", "heldout", "is_heldout", "is_task_model", "task_of"]

@@ -64,6 +64,16 @@ def answer_length(prompt: str) -> int | None:
             "reversal": reversal.NAME, None: None}[task_of(prompt)]
 
 
+def grid_columns(prompt: str) -> int | None:
+    """How wide a task's answer reads as a grid (a Sudoku: 6), None where a line reads best."""
+    return sudoku.N if task_of(prompt) == "sudoku" else None
+
+
+def example_prompt(task: str = "sudoku") -> str:
+    """A held-out question of `task` (the first), e.g. the panel's starting prompt for a task model."""
+    return next(it.prompt for it in heldout(task, 3) if it.infill is None)
+
+
 def is_heldout(key: str) -> bool:
     return zlib.crc32(key.encode()) % BUCKETS == HELDOUT_BUCKET
 

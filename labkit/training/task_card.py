@@ -48,7 +48,8 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
         "",
         "## Model",
         f"- {size / 1e6:.2f}M parameters: {cfgm['num_hidden_layers']} layers, d_model {cfgm['hidden_size']}, "
-        f"{cfgm['num_attention_heads']} heads, SwiGLU {cfgm['intermediate_size']}, RMSNorm, RoPE, tied embeddings; "
+        f"{cfgm['num_attention_heads']} heads, SwiGLU {cfgm['intermediate_size']}, RMSNorm, RoPE"
+        + (" and learned absolute positions" if cfgm.get("absolute_positions") else "") + ", tied embeddings; "
         f"context {cfgm['max_position_embeddings']} tokens; {cfgm['vocab_size']} character tokens.",
         "",
         *_data_lines(),

@@ -20,12 +20,14 @@ from ..controls import Keywords
 from ..models.handle import Denoiser
 from ..models.load import EMBEDDED, load
 from ..samplers import registry
+from ..tasks import answer_length, example_prompt, is_task_model
 from .panel_run import Drawing, Running
 from .plumbing import Scrubber, show_error, show_notice
 
 MAX_GEN_LENGTH = 256     # the gen_length slider's end
 PROMPT_ROOM = 16          # context positions the slider leaves for a prompt
 VIEWS = ("state", "confidence", "commit_step", "edits")
+DEFAULT_PROMPT = "ROMEO:\nBut soft, what light"
 LIVE_EVERY = 0.25         # seconds between token-grid redraws while a run decodes
 
 
@@ -86,9 +88,9 @@ class _Knobs:
         from ..samplers import knobs as kn
         sl = dict(continuous_update=False, style={"description_width": "110px"}, layout=w.Layout(width="330px"))
         longest = min(MAX_GEN_LENGTH, lm.max_length - PROMPT_ROOM) if lm.max_length else MAX_GEN_LENGTH
-        self.gen_length = w.IntSlider(gen_length, min=8, max=max(8, longest), step=8,
+        self.gen_length = w.IntSlider(gen_length, min=1, max=max(8, longest), step=1,
                                       description="gen_length", **sl)
-        self.block_length = w.IntSlider(block_length, min=4, max=128, step=4, description="block_length", **sl)
+        self.block_length = w.IntSlider(block_length, min=1, max=128, step=1, description="block_length", **sl)
         self.steps = knob_widget(kn.STEPS, steps, **sl)
         self.temperature = knob_widget(kn.TEMPERATURE, temperature, **sl)
         self.top_p = knob_widget(kn.TOP_P, registry.DEFAULT_TOP_P, **sl)
@@ -207,7 +209,7 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
     From code: `lab.run()` decodes and returns when done; the buttons (`.click()`) start the same
     run in the background, as the mouse does, and `lab.wait()` waits for it."""
 
-    def __init__(self, lm: Denoiser, prompt: str = "ROMEO:\nBut soft, what light", *, sampler: str | None = None,
+    def __init__(self, lm: Denoiser, prompt: str = DEFAULT_PROMPT, *, sampler: str | None = None,
                  gen_length: int = 64, block_length: int = 32, steps: int = 64, temperature: float = 0.0,
                  seed: int = 0, keywords: str = "", views: tuple[str, ...] = VIEWS, run: bool = True,
                  live_every: float = LIVE_EVERY, **knobs):
@@ -216,6 +218,8 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         if bad:
             raise ValueError(f"views must be drawn from {VIEWS}, got {bad}")
         self.views = tuple(views)
+        if is_task_model(lm.name) and prompt == DEFAULT_PROMPT:
+            prompt = example_prompt("sudoku")       # a task model answers puzzles, not plays
         self.live_every = live_every
         self.models = ModelMenu(lm)
         self.lm = lm
@@ -317,8 +321,16 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         return [Keywords(words)]
 
     def settings(self) -> dict:
+        self._fit_to_task()
         return dict(gen_length=self.gen_length.value, block_length=self.block_length.value,
                     steps=self.steps.value, seed=self.seed.value)
+
+    def _fit_to_task(self) -> None:
+        """A task model asked a task's question (labkit.tasks): the canvas is the answer's length,
+        one block, one step per token (set on the sliders, where it shows)."""
+        n = answer_length(self.prompt.value) if is_task_model(self.lm.name) else None
+        if n is not None and (self.gen_length.value, self.block_length.value) != (n, n):
+            self.gen_length.value, self.block_length.value, self.steps.value = n, n, n
 
     def apply_preset(self, label: str):
         """S mode / Q mode: DraftEdit with LLaDA2.1's thresholds and block 32 (the whole answer
@@ -327,7 +339,8 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         if label not in PRESETS:
             raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {label!r}")
         switched = None
-        if (not self.model_chosen and self.lm.name in EMBEDDED and self.lm.name != defaults.PARALLEL_MODEL):
+        if (not self.model_chosen and self.lm.name in EMBEDDED and self.lm.name != defaults.PARALLEL_MODEL
+                and not is_task_model(self.lm.name)):       # a task model is sure enough on puzzles
             switched = self.lm.name
             self._switching = True
             try:

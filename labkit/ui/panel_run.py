@@ -15,6 +15,7 @@ import time
 from .. import defaults
 from ..decode import generate
 from ..samplers import registry
+from ..tasks import grid_columns
 from ..trace import Trace
 from . import viz
 from .plumbing import figure_dict, show_error, show_figures, show_notice, with_marker
@@ -207,7 +208,9 @@ class Drawing:
         masks = int((rec.tokens[0, trace.prompt_len:] == trace.mask_id).sum())   # this step only
         self.scrubber.label.value = (f"block {rec.block} · {int(rec.committed[0].sum())} committed"
                                      f" · {int(rec.edited[0].sum())} edited · {masks} masks left")
-        self.grid.value = viz.token_grid(trace, self.lm, step=step)
+        columns = grid_columns(self.prompt.value)
+        grid = viz.token_grid(trace, self.lm, step=step)
+        self.grid.value = grid if columns is None else viz.canvas_grid(trace, self.lm, columns, step=step) + grid
         if figures:
             self.figures = {k: with_marker(f, step) for k, f in self.figures.items()}
             show_figures(self.heatmaps, list(self.figures.values()))

@@ -365,6 +365,51 @@ def token_grid_steps(trace, lm: Denoiser, row: int = 0) -> str:
     return Html(f'{_CSS}<div class="lk-grid" style="white-space:pre">{"".join(lines)}</div>')
 
 
+def commit_grid(trace, lm: Denoiser, columns: int, row: int = 0, cells: int | None = None, ax=None,
+                title: str | None = None):
+    """Matplotlib figure: the first `cells` answer positions (default all) laid out `columns` wide
+    (a Sudoku's 6 × 6), each coloured by the step it was committed at and labelled with its final
+    token: the order a puzzle was solved in."""
+    import matplotlib as mpl
+    check_trace(trace, row)
+    if not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"columns must be a positive integer, got {columns!r}")
+    steps = _commit_step(trace, row)[0]                           # (N,)
+    n = len(steps) if cells is None else cells
+    if not 1 <= n <= len(steps) or n % columns:
+        raise ValueError(f"cells must be a multiple of columns ({columns}) in [1, {len(steps)}], got {n}")
+    z = steps[:n].reshape(-1, columns)
+    labels = np.asarray(_strings(lm, trace.final[row, trace.prompt_len:trace.prompt_len + n].tolist())).reshape(z.shape)
+    fig = png_figure()(figsize=(0.5 * columns + 1.5, 0.5 * z.shape[0] + 0.6), layout="constrained") if ax is None \
+        else ax.figure
+    ax = ax or fig.add_subplot()
+    im = ax.imshow(z, cmap=mpl.colormaps["viridis"], vmin=0, vmax=max(1, len(trace) - 1))
+    for (i, j), text in np.ndenumerate(labels):
+        ax.text(j, i, text, ha="center", va="center", color="white" if z[i, j] < len(trace) / 2 else "black")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title or "committed at step (colour) · final token")
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    return fig
+
+
+def canvas_grid(trace, lm: Denoiser, columns: int, step: int | None = None, row: int = 0) -> str:
+    """HTML: the answer canvas after `step` laid out `columns` wide (a puzzle's grid): masks ▢,
+    tokens committed at that step bold, earlier ones plain; the panel shows it for a Sudoku."""
+    check_trace(trace, row)
+    step = len(trace) - 1 if step is None else step
+    rec = trace[step]
+    toks = rec.tokens[row, trace.prompt_len:].tolist()
+    new = rec.committed[row, trace.prompt_len:].tolist()
+    cells = []
+    for t, fresh in zip(toks, new):
+        text = "▢" if t == trace.mask_id else html.escape(_strings(lm, [t])[0])
+        cells.append(("<b style='color:#c2410c'>{}</b>" if fresh else "{}").format(text))
+    rows = ["<tr>" + "".join(f"<td style='width:1.6em;text-align:center;border:1px solid #ccc'>{c}</td>"
+                             for c in cells[r:r + columns]) + "</tr>" for r in range(0, len(cells), columns)]
+    return Html(f"<table style='font-family:monospace;border-collapse:collapse'>{''.join(rows)}</table>")
+
+
 def stats_table(stats: dict) -> str:
     """A small two-column HTML table of a dict (e.g. Output.stats or Trace.meta)."""
     def fmt(v):
