@@ -1,5 +1,6 @@
 # make lab  : set up .venv (first time) and open JupyterLab on the quickstart notebook
 # make test : set up .venv (first time) and run the unit tests and the notebooks under nbval
+# make nbval: set up .venv (first time) and run only the notebooks under nbval (as `pytest --nbval notebooks/`)
 PYTHON ?= python3
 VENV   ?= .venv
 # torch 2.13.0 from the configured package index (here a local CPU wheel). On a plain PyPI
@@ -16,7 +17,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test install notebooks model model-ar model-cap bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test nbval install notebooks model model-ar model-cap model-task bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -24,7 +25,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip --version >/dev/null 2>&1 || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --quiet -e ".[lab,dev,serve]"
+	$(BIN)/python -m pip install --quiet -e ".[lab,dev,serve,eval]"
 	touch $@
 
 # The URL it prints opens notebook 01 (default_url), not the Launcher.
@@ -37,6 +38,11 @@ test: install
 	$(BIN)/python -m ruff check labkit tests benchmarks
 	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q -p tests.nbval_plugin tests notebooks --nbval --nbval-current-env \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+# Only the notebooks, compared with their stored outputs: the root conftest.py registers the nbval
+# plugin and its sanitizer and picks this environment's kernel, so no other flag is needed.
+nbval: install
+	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q notebooks --nbval
 
 # Re-execute the notebooks in place (the stored outputs nbval compares against).
 notebooks: install
@@ -64,6 +70,19 @@ define install_model
 	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(1)/'+f, 'labkit/weights/$(1)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
 	$(BIN)/labkit eval --model $(1) --card
 endef
+
+# The task models (labkit.tasks puzzles): the masked model and its AR twin trained side by side, one
+# thread each (each resumes if interrupted; about 45 min on 2 cores), then evaluated into their cards.
+model-task: install
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe tiny-task --out runs/tiny-task & \
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe tiny-task-ar --out runs/tiny-task-ar; wait
+	$(call install_model,tiny-task)
+	$(call install_model,tiny-task-ar)
+
+# Every rule on the task models (tasks.json) and the spread over 3 training seeds (task_seeds.json).
+bench-tasks: install
+	$(BIN)/labkit bench tasks --out benchmarks/results
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit bench task-seeds --out benchmarks/results
 
 # The speed-quality table of every sampler on tiny and tiny-cap, 96 prompts (tiny-cap alone took 52 min on 2 cores).
 bench-samplers: install

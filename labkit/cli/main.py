@@ -127,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=_train)
 
     h = sub.add_parser("lm-eval", help="lm-evaluation-harness with the labkit model (--model labkit)",
+                       prefix_chars="+", add_help=False,        # every flag, --help too, goes to lm-eval
                        description="lm-eval's own command line, with labkit registered as --model labkit: e.g. "
                        "labkit lm-eval --model labkit --model_args model=tiny,sampler=threshold,threshold=0.9 "
                        "--tasks labkit_shakespeare --include_path labkit")

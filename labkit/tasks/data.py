@@ -12,6 +12,7 @@ EOS tokens (as LLaDA pads its SFT answers), and `loss` marks the positions the l
 """
 from __future__ import annotations
 
+import functools
 import random
 import re
 import zlib
@@ -127,12 +128,18 @@ def heldout(task: str, n: int = HELDOUT_ITEMS) -> list[Item]:
         raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
+    return list(_heldout(task, n))
+
+
+@functools.lru_cache(maxsize=16)
+def _heldout(task: str, n: int) -> tuple[Item, ...]:
+    """Built once per (task, n) in a process: the Sudoku items search for unique puzzles."""
     rng = random.Random(f"heldout-{task}-{TASK_SEED}")
     if task == "sudoku":
-        return _sudoku_items(rng, n)
+        return tuple(_sudoku_items(rng, n))
     if task == "reversal":
-        return _reversal_items(min(n, reversal.ONE_WAY))
-    return _keyed_items(task, rng, n)
+        return tuple(_reversal_items(min(n, reversal.ONE_WAY)))
+    return tuple(_keyed_items(task, rng, n))
 
 
 # --- training ---------------------------------------------------------------------------------
