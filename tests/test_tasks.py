@@ -118,7 +118,7 @@ def test_answers_are_right_by_construction():
         assert int(it.answer) == int(a) + int(b) and len(it.answer) == addition.WIDTH + 1
     for it in heldout("mirror", N):
         assert it.answer == it.prompt[1:-1][::-1] and len(it.answer) == mirror.LENGTH
-    assert addition.carry_chain(999999, 1) == 6 and addition.carry_chain(1, 1) == 0
+    assert addition.carry_chain(10 ** addition.WIDTH - 1, 1) == addition.WIDTH and addition.carry_chain(1, 1) == 0
 
 
 def test_the_tokenizer_is_one_token_per_character(tok):

@@ -38,7 +38,7 @@ def wilson(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
     p = correct / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return (0.0 if correct == 0 else max(0.0, centre - half)), (1.0 if correct == n else min(1.0, centre + half))
 
 
 def _decode_batch(lm, items: list[Item], rule, seed: int) -> list[tuple[str, int]]:
