@@ -175,3 +175,14 @@ def test_docs_benchmarks_shows_the_committed_lm_eval_table():
     assert s["tpf"] < 1 and s["word_f1"] < base["word_f1"]
     cap = [r for (m, _), r in rows.items() if m == "tiny-cap"]
     assert max(r["tpf"] for r in cap) > 2 and max(r["word_f1"] for r in cap) - min(r["word_f1"] for r in cap) < 0.01
+
+
+def test_lm_evals_default_device_falls_back_to_the_cpu_where_there_is_no_cuda(capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this torch has CUDA: lm-eval's default device is usable")
+    lm = LabkitLM.create_from_arg_obj({"model": "tiny"}, {"device": "cuda:0", "batch_size": None, "max_batch_size": None})
+    assert str(lm.lm.device) == "cpu" and "not available here; running on cpu" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="device"):
+        LabkitLM.create_from_arg_obj({"model": "tiny", "device": "cuda:0"}, {})

@@ -89,3 +89,13 @@ def test_the_seed_paragraph_says_what_task_seeds_json_shows(result, seeds):
     assert max(ar_sums) > bench.accuracy(result, bench.AR_LABEL, "addition")["accuracy"]
     masked = [r["tasks"][t]["accuracy"] for r in seeds["runs"] if r["label"] != bench.AR_LABEL for t in TASKS]
     assert max(masked) == 0.0          # "has not left its loss plateau on any task in any seed"
+
+
+def test_the_targets_table_is_the_same_in_the_docs_and_both_cards(result):
+    minutes = {m: json.loads((ROOT / "labkit" / "weights" / m / "training.json").read_text())["train_seconds"] / 60
+               for m in ("tiny-task", "tiny-task-ar")}
+    rows = bench.targets(result, minutes)
+    table = bench.markdown_targets(rows)
+    assert table in (ROOT / "docs" / "models.md").read_text()
+    for model in minutes:
+        assert table in (ROOT / "labkit" / "weights" / model / "README.md").read_text(), model

@@ -125,10 +125,23 @@ class LabkitLM(LM):
         from lm_eval.utils import simple_parse_args_string
 
         args = simple_parse_args_string(arg_string) if arg_string else {}
+        return cls.create_from_arg_obj(args, additional_config)
+
+    @classmethod
+    def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None):
+        """model_args win over lm-eval's own flags; of those, batch_size and device are read. lm-eval's
+        command line passes device cuda:0 when none is given: where this torch has no CUDA, that
+        default is left out (the model_args' device, else cpu) with a note, never a failure."""
         extra = {k: v for k, v in (additional_config or {}).items() if v is not None and k in ("batch_size", "device")}
         if extra.get("batch_size") in ("auto", "auto:1"):
             extra.pop("batch_size")
-        return cls(**{**extra, **args})
+        device = str(extra.get("device", "cpu"))
+        if device.startswith("cuda") and not torch.cuda.is_available() and "device" not in arg_dict:
+            import sys
+            print(f"labkit: lm-eval's device {device!r} is not available here; running on cpu "
+                  "(pass device=... in --model_args to choose)", file=sys.stderr)
+            extra.pop("device")
+        return cls(**{**extra, **dict(arg_dict)})
 
     # --- what lm-eval asks ----------------------------------------------------------------
     @property

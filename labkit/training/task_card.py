@@ -79,11 +79,29 @@ def _eval_lines(model: str, result: dict) -> list[str]:
                     "docs/models.md (\"Where diffusion wins\") and notebooks/11_where_diffusion_wins.ipynb.", ""]
 
 
-def write_task_card(model: str, result: dict) -> Path:
+TASKS_JSON = Path("benchmarks") / "results" / "tasks.json"     # labkit bench tasks, from the repository root
+
+
+def _target_lines(tasks_json: Path) -> list[str]:
+    """The targets against `labkit bench tasks`'s measurements, where that file is at hand."""
+    from ..bench.tasks import markdown_targets, targets
+
+    if not tasks_json.is_file():
+        return []
+    minutes = {m: json.loads((weights_dir() / EMBEDDED[m] / "training.json").read_text())["train_seconds"] / 60
+               for m in ("tiny-task", "tiny-task-ar")}
+    rows = targets(json.loads(tasks_json.read_text()), minutes)
+    return ["## Targets, and by how much they were missed", "",
+            f"From `{tasks_json.as_posix()}` (every rule and the AR twin) and the training records; the training "
+            "curve is `loss_history` in training.json, drawn in notebook 11.", "", markdown_targets(rows), ""]
+
+
+def write_task_card(model: str, result: dict, tasks_json: Path = TASKS_JSON) -> Path:
     """Write README.md into the task model's folder (an embedded name or a path)."""
     folder = weights_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
     training = json.loads((folder / "training.json").read_text())
     cfgm = json.loads((folder / "config.json").read_text())
     path = folder / "README.md"
-    path.write_text("\n".join([*_model_lines(model, folder, training, cfgm), *_eval_lines(model, result)]))
+    path.write_text("\n".join([*_model_lines(model, folder, training, cfgm), *_eval_lines(model, result),
+                               *_target_lines(Path(tasks_json))]))
     return path

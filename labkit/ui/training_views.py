@@ -22,7 +22,7 @@ def loss_figure(histories: dict, smooth: int = 25, title: str = "training loss")
             ax.plot(steps, loss, color="#93c5fd", lw=0.8)
             k = max(1, min(smooth, len(loss)))
             ax.plot(steps[k - 1:], np.convolve(loss, np.ones(k) / k, "valid"), color="#1d4ed8", lw=1.8)
-        ax.set(title=f"{name} ({len(hist)} steps)", xlabel="step", ylabel="loss")
+        ax.set(title=f"{name} (to step {int(hist[-1][0]) if hist else 0})", xlabel="step", ylabel="loss")
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     return fig
