@@ -239,7 +239,7 @@ def targets(result: dict, train_minutes: dict[str, float]) -> list[dict]:
         return accuracy(result, label, task, group)["accuracy"]
 
     best = max(("low-confidence", "margin"), key=lambda k: acc(k, "sudoku"))
-    lc, rnd, ar = acc(best, "sudoku"), acc("random order", "sudoku"), acc(AR_LABEL, "sudoku")
+    lc, ar = acc(best, "sudoku"), acc(AR_LABEL, "sudoku")
     hard_lc, hard_rnd = acc(best, "sudoku", "hard"), acc("random order", "sudoku", "hard")
     fwd, infill = acc(best, "reversal", "forward"), acc(best, "reversal", "backward_infill")
     one = {t: accuracy(result, best, t) for t in ("mirror", "addition")}
