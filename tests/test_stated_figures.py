@@ -423,3 +423,22 @@ def test_edited_notebooks_are_valid_and_keep_their_outputs(name):
     nb = notebook(name)
     nbformat.validate(nb)
     assert any(c.cell_type == "code" and c.get("outputs") for c in nb.cells)
+
+
+def test_the_steering_table_in_docs_is_notebook_06s_stored_output_and_its_prose_holds():
+    import re
+
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / "06_controls.ipynb", as_version=4)
+    i = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code" and "TOPIC = (" in c.source)
+    table = "".join(o.get("text", "") for o in nb.cells[i].outputs).strip()
+    assert table in (ROOT / "docs" / "benchmarks.md").read_text()
+    rows = {m[0]: (int(m[1]), float(m[2]), float(m[3]), float(m[4]))
+            for m in re.findall(r"^\| ([^|]+?) \| (\d+)/8 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", table, re.M)}
+    base, s2, s4, s8 = (rows[k] for k in ("unsteered", "Topic strength 2", "Topic strength 4", "Topic strength 8"))
+    prose = nb.cells[i + 1].source
+    assert "8 overwhelms the model" in prose and s8[3] < base[3] / 2 and s8[0] <= s4[0]
+    assert "many times the unsteered one" in prose and s4[2] > 5 * base[2] and s4[0] > 4
+    assert "at little cost" in prose and 0 < s2[0] and s2[2] < 1.5 * base[2]
+    assert all(abs(rows[k][2] / base[2] - 1) < 0.2 and abs(rows[k][3] - base[3]) < 0.1 for k in ("cfg_scale 1", "cfg_scale 2"))
