@@ -442,3 +442,23 @@ def test_the_steering_table_in_docs_is_notebook_06s_stored_output_and_its_prose_
     assert "many times the unsteered one" in prose and s4[2] > 5 * base[2] and s4[0] > 4
     assert "at little cost" in prose and 0 < s2[0] and s2[2] < 1.5 * base[2]
     assert all(abs(rows[k][2] / base[2] - 1) < 0.2 and abs(rows[k][3] - base[3]) < 0.1 for k in ("cfg_scale 1", "cfg_scale 2"))
+
+
+def test_notebook_04s_threshold_sweep_says_what_its_table_shows():
+    import re
+
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / "04_draft_and_edit.ipynb", as_version=4)
+    i = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code" and "M2T, T2T" in c.source)
+    text = "".join(o.get("text", "") for o in nb.cells[i].outputs)
+    rows = {(float(a), float(b)): (float(t), float(g))
+            for a, b, t, g in re.findall(r"^\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+", text, re.M)}
+    assert len(rows) == 12 and "<- S mode" in text and "<- Q mode" in text
+    prose = nb.cells[next(k for k in range(i, len(nb.cells)) if nb.cells[k].source.startswith("Read the lines"))].source
+    fast = rows[0.3, 0.9]
+    assert "furthest right is also the highest" in prose
+    assert fast[0] == max(t for t, _ in rows.values()) and fast[1] == max(g for _, g in rows.values())
+    s_line = [rows[m, 0.0] for m in (0.3, 0.5, 0.7, 0.9)]
+    assert "stays low at every mask threshold" in prose and max(g for _, g in s_line) < 1.2 * min(g for _, g in s_line)
+    assert "TPF falls again" in prose and rows[0.3, 0.0][0] < rows[0.5, 0.0][0]
