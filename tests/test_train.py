@@ -214,4 +214,4 @@ def test_the_loop_still_offers_the_recipes_and_train():
     import labkit.training.loop as loop
     import labkit.training.recipes as recipes
     assert loop.RECIPES is recipes.RECIPES and loop.TrainConfig is TrainConfig
-    assert list(recipes.RECIPES) == ["tiny-ar", "tiny", "tiny-cap"]
+    assert list(recipes.RECIPES) == ["tiny-ar", "tiny", "tiny-cap", "tiny-task", "tiny-task-ar"]

@@ -10,9 +10,10 @@ import numpy as np
 from .viz import png_figure
 
 
-def loss_figure(histories: dict, smooth: int = 25, title: str = "training loss"):
+def loss_figure(histories: dict, smooth: int = 25, title: str = "training loss", every: int = 1):
     """matplotlib Figure (renders in a notebook): one panel per run in `histories`
-    {name: [(step, loss), ...]}, the raw loss faint and its moving average over `smooth` steps."""
+    {name: [(step, loss), ...]} (one point per `every` steps, as a training.json's loss_history: 50),
+    the raw loss faint and its moving average over `smooth` points."""
     if not histories:
         raise ValueError("histories is empty: give {name: [(step, loss), ...]}")
     fig = png_figure()(figsize=(4.2 * len(histories), 3.0), layout="constrained")
@@ -22,7 +23,7 @@ def loss_figure(histories: dict, smooth: int = 25, title: str = "training loss")
             ax.plot(steps, loss, color="#93c5fd", lw=0.8)
             k = max(1, min(smooth, len(loss)))
             ax.plot(steps[k - 1:], np.convolve(loss, np.ones(k) / k, "valid"), color="#1d4ed8", lw=1.8)
-        ax.set(title=f"{name} (to step {int(hist[-1][0]) if hist else 0})", xlabel="step", ylabel="loss")
+        ax.set(title=f"{name} ({len(hist) * every} steps)", xlabel="step", ylabel="loss")
         ax.grid(alpha=0.3)
     fig.suptitle(title)
     return fig

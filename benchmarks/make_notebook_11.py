@@ -1,6 +1,6 @@
 """Writes notebooks/11_where_diffusion_wins.ipynb (unexecuted); `make notebooks` executes it.
 
-    python notebooks/build/make_11.py
+    python benchmarks/make_notebook_11.py
 
 Prose here holds no measured number: every figure the notebook states is printed by a cell
 (from the live run or from benchmarks/results/tasks.json and task_seeds.json), so nbval checks it.
@@ -364,7 +364,7 @@ from labkit.ui.training_views import loss_figure
 records = {m.name: json.loads((weights_dir() / m.name / "training.json").read_text()) for m in (lm, ar)}
 histories = {name: rec["loss_history"] for name, rec in records.items()}
 print("curriculum (from step: tasks):", records[lm.name]["config"]["task_phases"])
-fig = loss_figure(histories, smooth=1, title="training loss (running mean every 50 steps)")
+fig = loss_figure(histories, smooth=1, every=50, title="training loss (running mean every 50 steps)")
 plt.close(fig)
 fig
 """, check=False)
@@ -396,6 +396,6 @@ nb = nbf.v4.new_notebook()
 nb.cells = CELLS
 nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                "language_info": {"name": "python", "version": "3.11.7"}}
-out = Path(__file__).resolve().parents[1] / "11_where_diffusion_wins.ipynb"
+out = Path(__file__).resolve().parents[1] / "notebooks" / "11_where_diffusion_wins.ipynb"
 nbf.write(nb, out)
 print("written", out)
