@@ -462,3 +462,23 @@ def test_notebook_04s_threshold_sweep_says_what_its_table_shows():
     s_line = [rows[m, 0.0] for m in (0.3, 0.5, 0.7, 0.9)]
     assert "stays low at every mask threshold" in prose and max(g for _, g in s_line) < 1.2 * min(g for _, g in s_line)
     assert "TPF falls again" in prose and rows[0.3, 0.0][0] < rows[0.5, 0.0][0]
+
+
+def test_notebook_04s_readable_correction_prose_reads_the_search_and_the_rerun():
+    nb = notebook("04_draft_and_edit.ipynb")
+    listing = output(nb, "found += [(seed, i, c) for c in corrections(")
+    count, runs = map(int, re.match(r"(\d+) readable corrections in (\d+) S-mode runs", listing).groups())
+    rows = re.findall(r"seed (\d)\s+prompt\s+(\d+)\s+block (\d)\s+'(.+?)' → '(.+?)'", listing)
+    assert len(rows) == count
+    rerun = output(nb, "seed, i, best = max(found")
+    seed, prompt, step = re.search(r"seed (\d), prompt (\d+) .*full at step (\d+)", rerun).groups()
+    before = re.search(r"draft: .*\[(.+?)\]", rerun).group(1)
+    after = re.search(r"final: .*\[(.+?)\]", rerun).group(1)
+    edits = re.findall(r"step\s+\d+\s+pos\s+\d+\s+('.*?') → ('.*?')\s+p=([\d.]+)", rerun)
+    assert (seed, prompt, before, after) in [(s, p, b, a) for s, p, _, b, a in rows]
+    assert len(before) == max(len(b) for *_, b, _ in rows)          # "the longest"
+    prose = markdown(nb, "readable corrections in")
+    says(prose, f"found {count} readable corrections in {runs} runs", f"prompt {prompt}", f"step {step}",
+         f"`{before}`", f"`{after}`", "greedy" if seed == "0" else f"seed {seed}")
+    says(prose, *(f"`{old}` → `{new}` (p {p})" for old, new, p in edits))
+    assert f"rewrote {['no', 'one', 'two', 'three'][len(edits)]} pieces" in prose
