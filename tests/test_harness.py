@@ -84,7 +84,7 @@ def test_the_masked_monte_carlo_likelihood_prefers_the_true_line_and_is_seeded(t
 def test_multiple_choice_ranks_the_true_answer_first_far_more_often_than_chance(model, kw):
     lm = LabkitLM(model=model, batch_size=8, **kw)
     r = evaluate(lm, ["labkit_puzzle_mirror_choice"], limit=40)["labkit_puzzle_mirror_choice"]
-    assert r["acc,none"] >= 0.9 > 1 / lm_eval_data.CHOICES + 0.5, r
+    assert r["acc,none"] >= 0.9, r
     again = evaluate(lm, ["labkit_puzzle_mirror_choice"], limit=40)["labkit_puzzle_mirror_choice"]
     assert again["acc,none"] == r["acc,none"]
 

@@ -86,3 +86,10 @@ def format_table(columns: list[Column], rows, title: str = "") -> str:
     for row in rows:
         lines.append("".join(f"{v:{c.align}{c.width}{c.fmt}}" for c, v in zip(columns, row)))
     return "\n".join(lines)
+
+
+def markdown_table(header: list[str], rows) -> str:
+    """A markdown table: the header cells, then one line per row (a sequence of cell strings)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)

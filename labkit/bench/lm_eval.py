@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .common import metadata
+from .common import markdown_table, metadata
 
 TASK = "labkit_shakespeare_complete"
 METRICS = ("word_f1", "exact_match")
@@ -66,8 +66,6 @@ def table(result: dict) -> str:
 
 def markdown(result: dict) -> str:
     """The table as docs/benchmarks.md shows it (a test compares the two)."""
-    lines = ["| model | rule | word F1 | exact match | TPF | seconds |", "|---|---|---|---|---|---|"]
-    for r in result["rows"]:
-        lines.append(f"| {r['model']} | {r['label']} | {r['word_f1']:.3f} | {r['exact_match']:.3f} | {r['tpf']:.2f} | "
-                     f"{r['seconds']:.1f} |")
-    return "\n".join(lines)
+    return markdown_table(["model", "rule", "word F1", "exact match", "TPF", "seconds"],
+                          [(r["model"], r["label"], f"{r['word_f1']:.3f}", f"{r['exact_match']:.3f}", f"{r['tpf']:.2f}",
+                            f"{r['seconds']:.1f}") for r in result["rows"]])

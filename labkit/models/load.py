@@ -24,6 +24,12 @@ def weights_dir() -> Path:
     return Path(__file__).parent.parent / "weights"
 
 
+def model_folder(name: str | Path) -> Path:
+    """The folder a model name points to: an embedded model's under labkit/weights/, else the
+    path itself (a hub id gives a path that does not exist)."""
+    return weights_dir() / EMBEDDED[name] if name in EMBEDDED else Path(str(name)).expanduser()
+
+
 def load(name_or_path: str = "tiny", device: str | torch.device = "cpu",
          dtype: torch.dtype | None = None, trust_remote_code: bool = False, device_map=None) -> Denoiser:
     """`load("tiny")` gives the embedded model; a folder with config.json loads that folder; any
@@ -107,7 +113,7 @@ def embedded_kind(name: str) -> str | None:
     None for anything else."""
     if name not in EMBEDDED:
         return None
-    cfg = weights_dir() / EMBEDDED[name] / "config.json"
+    cfg = model_folder(name) / "config.json"
     if not cfg.is_file():
         return None
     return "causal" if json.loads(cfg.read_text()).get("is_causal") else "masked"

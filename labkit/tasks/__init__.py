@@ -28,12 +28,10 @@ def is_task_model(name: str) -> bool:
     """Whether a model name or folder is a task model (its training.json says data 'tasks'), read
     without loading it."""
     import json
-    from pathlib import Path
 
-    from ..models.load import EMBEDDED, weights_dir
+    from ..models.load import model_folder
 
-    folder = weights_dir() / EMBEDDED[name] if name in EMBEDDED else Path(str(name)).expanduser()
-    record = folder / "training.json"
+    record = model_folder(name) / "training.json"
     try:
         return json.loads(record.read_text())["config"].get("data") == "tasks"
     except (OSError, ValueError, KeyError, TypeError):

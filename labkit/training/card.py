@@ -7,7 +7,7 @@ from pathlib import Path
 
 from safetensors import safe_open
 
-from ..models.load import EMBEDDED, weights_dir
+from ..models.load import model_folder
 from .loop import ADAM_BETAS, init_folder
 
 
@@ -124,7 +124,7 @@ def _evaluation_lines(model: str, result: dict) -> list[str]:
 def write_card(model: str, result: dict) -> Path:
     """Write README.md into the model's folder (an embedded name or a path) from its training.json,
     config.json and weights, and the `labkit eval` figures in `result`. Returns its path."""
-    folder = weights_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
+    folder = model_folder(model)
     training = json.loads((folder / "training.json").read_text())
     cfgm = json.loads((folder / "config.json").read_text())
     lines = [*_model_lines(model, folder, training, cfgm), *_recipe_lines(training),

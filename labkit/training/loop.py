@@ -87,8 +87,8 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
 
 def init_folder(init_from: str) -> Path:
     """The model folder named by `TrainConfig.init_from`: an embedded name or a path."""
-    from ..models.load import EMBEDDED, weights_dir
-    src = weights_dir() / EMBEDDED[init_from] if init_from in EMBEDDED else Path(init_from)
+    from ..models.load import model_folder
+    src = model_folder(init_from)
     if not (src / "model.safetensors").is_file():
         raise FileNotFoundError(f"init_from={init_from!r}: no model.safetensors in {src}")
     return src

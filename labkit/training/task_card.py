@@ -9,7 +9,7 @@ from pathlib import Path
 
 from safetensors import safe_open
 
-from ..models.load import EMBEDDED, weights_dir
+from ..models.load import model_folder
 from ..tasks import addition, mirror, reversal, sudoku
 from .loop import ADAM_BETAS
 
@@ -88,7 +88,7 @@ def _target_lines(tasks_json: Path) -> list[str]:
 
     if not tasks_json.is_file():
         return []
-    minutes = {m: json.loads((weights_dir() / EMBEDDED[m] / "training.json").read_text())["train_seconds"] / 60
+    minutes = {m: json.loads((model_folder(m) / "training.json").read_text())["train_seconds"] / 60
                for m in ("tiny-task", "tiny-task-ar")}
     rows = targets(json.loads(tasks_json.read_text()), minutes)
     return ["## Targets, and by how much they were missed", "",
@@ -98,7 +98,7 @@ def _target_lines(tasks_json: Path) -> list[str]:
 
 def write_task_card(model: str, result: dict, tasks_json: Path = TASKS_JSON) -> Path:
     """Write README.md into the task model's folder (an embedded name or a path)."""
-    folder = weights_dir() / EMBEDDED[model] if model in EMBEDDED else Path(model)
+    folder = model_folder(model)
     training = json.loads((folder / "training.json").read_text())
     cfgm = json.loads((folder / "config.json").read_text())
     path = folder / "README.md"
