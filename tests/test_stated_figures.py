@@ -482,3 +482,40 @@ def test_notebook_04s_readable_correction_prose_reads_the_search_and_the_rerun()
          f"`{before}`", f"`{after}`", "greedy" if seed == "0" else f"seed {seed}")
     says(prose, *(f"`{old}` → `{new}` (p {p})" for old, new, p in edits))
     assert f"rewrote {['no', 'one', 'two', 'three'][len(edits)]} pieces" in prose
+
+
+def test_notebook_10s_prose_reads_its_losses_training_run_and_steps_sweep():
+    nb = notebook("10_train_from_scratch.ipynb")
+    losses = output(nb, "x0 = corpus.batch(")
+    ln_v = re.search(r"ln V = ([\d.]+)", losses).group(1)
+    fresh, tiny = (re.search(rf"{name}\s+masked loss at t=0.1 / 0.5 / 0.9: ([\d.]+) / ([\d.]+) / ([\d.]+) \| t drawn "
+                             rf"per row: ([\d.]+) nats = ([\d.]+) bits", losses).groups()
+                   for name in ("fresh masked model", "tiny \\(embedded\\)"))
+    total, rounding = re.search(r"loss ([\d.]+) = MSE [\d.]+ \+ rounding ([\d.]+)", losses).groups()
+    prose = markdown(nb, "A fresh model's masked loss")
+    says(prose, f"ln V = {ln_v}", f"from {tiny[0]} at *t* = 0.1 to {tiny[2]} at *t* = 0.9", f"{tiny[4]} bits",
+         f"({rounding} of {total})")
+    assert all(abs(float(f) - float(ln_v)) < 0.1 for f in fresh[:3]) and float(tiny[0]) < float(tiny[1]) < float(tiny[2])
+    assert float(rounding) > float(total) / 2                                      # "mostly its rounding term"
+
+    step = output(nb, "loss = loss_at_step0()")
+    before, after = map(float, re.search(r"^loss ([\d.]+) \|.*after the step ([\d.]+)", step, re.M).groups())
+    assert "is lower after the step" in markdown(nb, "### One training step by hand") and after < before
+    assert "the same weights after it: True" in step
+
+    run = output(nb, "for name, res in runs.items():\n    loss = [l for _, l in res.history]\n    print(f\"{name:<10} {len")
+    last20 = re.search(r"masked\s+\d+ steps in \d+ s \| .* last 20 ([\d.]+)", run).group(1)
+    training = markdown(nb, "The two losses are not on the same scale")
+    says(training, f"gets to {last20} (the mean of its last 20 steps")
+    samples = re.findall(r"step\s+\d+: '(ROMEO:\\n.*?)'", output(nb, 'masked = train_live("masked")'))
+    answer = samples[-1].encode().decode("unicode_escape")[len("ROMEO:\n"):]
+    assert "still mostly newlines" in training and answer.count("\n") > len(answer) / 2, answer
+
+    rows = [(int(s), float(g), float(w), float(t)) for s, g, w, t in
+            re.findall(r"^\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", output(nb, "STEPS = ("), re.M)]
+    sweep = markdown(nb, "More steps help")
+    (s0, g0, w0, _), (s1, g1, w1, t1) = rows[0], rows[-1]
+    says(sweep, f"{g0:,.0f} at {s0} steps to {g1:,.0f} at {s1}", f"from {w0:.2f} to {w1:.2f}",
+         f"{t1:.2f} s for the 8 answers at {s1}")
+    assert "falls with every doubling" in sweep and all(a[1] > b[1] for a, b in zip(rows, rows[1:]))
+    assert [s for s, *_ in rows] == [2 ** k for k in range(1, len(rows) + 1)]

@@ -137,7 +137,7 @@ class ScratchResult:
 
 
 @lru_cache(maxsize=2)
-def _default_data():
+def training_data():
     """The embedded tokenizer and the training plays' Corpus (built once per process, ~3 s)."""
     from ..models.load import weights_dir
     from ..models.tokenizer import load_tokenizer
@@ -147,8 +147,8 @@ def _default_data():
 
 def _data(cfg: ScratchConfig, texts: list[str] | None):
     if texts is None:
-        return _default_data()
-    tok, _ = _default_data()
+        return training_data()
+    tok, _ = training_data()
     if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
         raise ValueError(f"texts must be a list of strings (plays), got {type(texts).__name__}")
     corpus = Corpus(tok, list(texts))
