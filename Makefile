@@ -28,8 +28,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[lab,dev,serve,eval]"
 	touch $@
 
-# The URL it prints opens notebook 01 (default_url), not the Launcher.
+# The URL it prints opens notebook 01 (default_url), not the Launcher. The project's notebooks are
+# trusted first, so their stored panels (widget state) are drawn before any cell runs.
 lab: install
+	$(BIN)/jupyter trust notebooks/*.ipynb
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
 	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True \
 	    --LabApp.default_url=/lab/tree/01_quickstart.ipynb
@@ -44,11 +46,12 @@ test: install
 nbval: install
 	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q notebooks --nbval
 
-# Re-execute the notebooks in place (the stored outputs nbval compares against).
+# Re-execute the notebooks in place (the stored outputs nbval compares against), with their widget
+# state, so a copy opened without a kernel (or on GitHub) still shows the panels.
 notebooks: install
 	cd notebooks && for nb in *.ipynb; do \
 	    ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=False "$$nb" || exit 1; done
+	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=True "$$nb" || exit 1; done
 
 # Reproduce the embedded models (each resumes if interrupted; times measured on 2 cores):
 # tiny-ar from scratch (40 min), tiny adapted from it (40 min), tiny-cap distilled from tiny (43 min: 22 teacher decoding, 21 training).

@@ -5,6 +5,9 @@ notebooks/, drives Debian's chromium through playwright, runs all cells of each 
 asserts, per notebook:
 - no cell has an error output and every code cell ran;
 - every plotly figure in the outputs is rendered (`.js-plotly-plot` count ≥ figures stored);
+- before any cell runs (the fresh kernel holds no widget), every stored panel is drawn from the
+  notebook's saved widget state: its sliders and its heatmaps are on the page (the notebooks are
+  trusted first, as `make lab` does: JupyterLab shows an untrusted notebook's widget views as text);
 - every widget panel rendered its sliders (`.widget-slider`);
 - in every panel (Lab, Compare), dragging the step slider to step 0 moves every heatmap's step
   marker as drawn (the marker's SVG path) and changes the token grid;
@@ -102,19 +105,23 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
                            " && window.jupyterapp.shell.currentWidget.sessionContext.session", timeout=120_000)
     page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel"
                            "?.status === 'idle'", timeout=120_000)
+    nb_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.node.id")
+    panel = page.locator(f"[id='{nb_id}']")                # count only inside this notebook
+    problems = []
+    saved = saved_panels(page, panel, panel_outputs(notebook_json(page)))
+    if saved is not None and not (saved["sliders"] and saved["heatmaps"]):
+        problems.append(f"before running: {saved} (want the stored panels drawn from the notebook's widget "
+                        f"state; execute it with --ExecutePreprocessor.store_widget_state=True)")
+    if saved is not None:
+        shoot(page, shots / name.replace(".ipynb", ".saved.png"), panel=True)
     t0 = time.time()
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     time.sleep(2)
     nb = wait_until_run(page, timeout_s)
     outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
-    errors = [f"{o.get('ename')}: {o.get('evalue')}" for o in outputs if o["output_type"] == "error"]
+    problems += [f"error output: {o.get('ename')}: {o.get('evalue')}" for o in outputs if o["output_type"] == "error"]
     n_plotly = sum(PLOTLY_MIME in o.get("data", {}) for o in outputs)
-    # the lab's panels (lk.widgets.Lab / Compare); other widget outputs (tqdm's progress bars) have no slider
-    n_panels = sum(WIDGET_MIME in o.get("data", {}) for c in nb["cells"] if c["cell_type"] == "code"
-                   and "widgets." in "".join(c["source"]) for o in c.get("outputs", []))
-    problems = [f"error output: {e}" for e in errors]
-    nb_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.node.id")
-    panel = page.locator(f"[id='{nb_id}']")                # count only inside this notebook
+    n_panels = panel_outputs(nb)
     if n_plotly:
         try:
             page.wait_for_function(f"() => document.getElementById('{nb_id}')"
@@ -125,7 +132,7 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
     if rendered < n_plotly:
         problems.append(f"{n_plotly} plotly figures stored but {rendered} rendered")
     result = {"notebook": name, "seconds": round(time.time() - t0, 1), "plotly_stored": n_plotly,
-              "plotly_rendered": rendered, "widget_outputs": n_panels}
+              "plotly_rendered": rendered, "widget_outputs": n_panels, "saved_state": saved}
     if n_panels:
         try:
             panel.locator(".widget-slider").first.wait_for(timeout=60_000)
@@ -154,6 +161,28 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
     shoot(page, shots / name.replace(".ipynb", ".png"), panel=bool(n_panels))
     result["problems"] = problems
     return result
+
+
+def panel_outputs(nb: dict) -> int:
+    """Widget views in the cells that build the lab's panels (lk.widgets.Lab / Compare); other
+    widget outputs (tqdm's progress bars) have no slider."""
+    return sum(WIDGET_MIME in o.get("data", {}) for c in nb["cells"] if c["cell_type"] == "code"
+               and "widgets." in "".join(c["source"]) for o in c.get("outputs", []))
+
+
+def saved_panels(page, panel, stored: int) -> dict | None:
+    """What the page draws of the stored panels before any cell has run: the kernel is fresh and
+    holds no widget, so what is drawn comes from the widget state saved in the notebook. None when
+    the notebook stores no panel."""
+    if not stored:
+        return None
+    try:
+        panel.locator(".widget-slider").first.wait_for(timeout=60_000)
+        panel.locator(".widget-vbox .js-plotly-plot").first.wait_for(timeout=60_000)
+    except Exception:
+        pass
+    return {"stored_panels": stored, "sliders": panel.locator(".widget-slider").count(),
+            "heatmaps": panel.locator(".widget-vbox .js-plotly-plot").count()}
 
 
 def shoot(page, path: Path, panel: bool) -> None:
@@ -293,6 +322,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="labkit-browser-") as tmp:
         root = Path(tmp) / "notebooks"
         shutil.copytree(src, root, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        # as `make lab` does: trusted notebooks draw their stored widget views (an untrusted one shows text)
+        subprocess.run([sys.executable, "-m", "jupyter", "trust", *map(str, sorted(root.glob("*.ipynb")))],
+                       check=True, capture_output=True)
         if (ROOT / "benchmarks" / "results").is_dir():      # notebooks read ../benchmarks/results
             shutil.copytree(ROOT / "benchmarks" / "results", Path(tmp) / "benchmarks" / "results")
         port = free_port()

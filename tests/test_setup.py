@@ -74,3 +74,26 @@ def test_notebooks_folder_holds_only_notebooks():
     names = {p.name for p in (ROOT / "notebooks").iterdir() if not p.name.startswith(".")}
     assert names and all(n.endswith(".ipynb") for n in names), sorted(names)
     assert "-p tests.nbval_plugin" in (ROOT / "Makefile").read_text()
+
+
+def test_stored_widget_views_have_their_state_saved():
+    """A notebook opened without a kernel (or on GitHub) draws a widget only from the state saved in
+    its metadata: every stored widget view, the lab panels of notebooks 05 and 06 among them, must
+    find its model there, with the models it holds."""
+    import json
+    view, key = "application/vnd.jupyter.widget-view+json", "application/vnd.jupyter.widget-state+json"
+    with_views = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = json.loads(path.read_text())
+        ids = [o["data"][view]["model_id"] for c in nb["cells"] if c["cell_type"] == "code"
+               for o in c["outputs"] if view in o.get("data", {})]
+        if not ids:
+            continue
+        with_views.append(path.name[:2])
+        state = nb["metadata"].get("widgets", {}).get(key, {}).get("state", {})
+        assert state, f"{path.name}: widget views stored without widget state (make notebooks stores it)"
+        missing = [i for i in ids if i not in state]
+        assert not missing, f"{path.name}: views of {len(missing)} widgets without saved state"
+        held = {m for s in state.values() for m in re.findall(r"IPY_MODEL_([0-9a-f]+)", json.dumps(s["state"]))}
+        assert held <= set(state), f"{path.name}: saved widgets refer to {len(held - set(state))} unsaved models"
+    assert {"05", "06"} <= set(with_views), with_views
