@@ -519,3 +519,18 @@ def test_notebook_10s_prose_reads_its_losses_training_run_and_steps_sweep():
          f"{t1:.2f} s for the 8 answers at {s1}")
     assert "falls with every doubling" in sweep and all(a[1] > b[1] for a, b in zip(rows, rows[1:]))
     assert [s for s, *_ in rows] == [2 ** k for k in range(1, len(rows) + 1)]
+
+
+def test_docs_benchmarks_carry_notebook_04s_sweep_and_correction():
+    nb = notebook("04_draft_and_edit.ipynb")
+    docs = docs_benchmarks()
+    table = output(nb, "M2T, T2T").strip("\n")
+    assert f"```\n{table}\n```" in docs
+    part = flat(section(docs, "### Draft and edit: the spectrum between S and Q, and a readable correction"))
+    rerun = output(nb, "seed, i, best = max(found")
+    seed, prompt = re.search(r"seed (\d), prompt (\d+)", rerun).groups()
+    before = re.search(r"draft: .*\[(.+?)\]", rerun).group(1)
+    after = re.search(r"final: .*\[(.+?)\]", rerun).group(1)
+    n_edits = len(re.findall(r"^\s+step\s+\d+\s+pos", rerun, re.M))
+    says(part, f"`{before}`", f"`{after}`", f"prompt {prompt}", "greedy" if seed == "0" else f"seed {seed}",
+         f"{['no', 'one', 'two', 'three'][n_edits]} post-edit T2T steps")
