@@ -534,3 +534,17 @@ def test_docs_benchmarks_carry_notebook_04s_sweep_and_correction():
     n_edits = len(re.findall(r"^\s+step\s+\d+\s+pos", rerun, re.M))
     says(part, f"`{before}`", f"`{after}`", f"prompt {prompt}", "greedy" if seed == "0" else f"seed {seed}",
          f"{['no', 'one', 'two', 'three'][n_edits]} post-edit T2T steps")
+
+
+def test_the_setups_docs_and_notebook_10_state_are_the_ones_the_code_runs():
+    nb04, nb10 = notebook("04_draft_and_edit.ipynb"), notebook("10_train_from_scratch.ipynb")
+    search = code_cell(nb04, "found += [(seed, i, c) for c in corrections(").source
+    sweep = code_cell(nb04, "M2T, T2T").source
+    part = flat(section(docs_benchmarks(), "### Draft and edit: the spectrum between S and Q, and a readable correction"))
+    assert "sample_prompts(12)" in search and "range(3)" in search and "gen_length=64" in search
+    says(part, "12 prompts × 3 seeds, 64 tokens")
+    assert "gen_length=128, block_length=32" in sweep and "prompts = sample_prompts(6)" in code_cell(nb04, "S + MBE").source
+    says(part, "6 held-out prompts, 128 tokens, blocks of 32")
+    assert "def steps_per_second(cfg, steps=20)" in code_cell(nb10, "def train_live").source
+    says(markdown(nb10, "The step budget is what"), "a 20-step run", "1.5 × `BUDGET`")
+    assert "seconds=1.5 * BUDGET" in code_cell(nb10, "def train_live").source
