@@ -15,6 +15,7 @@ from . import controls as ctl
 from .accel import Accel, check_accel
 from .models.handle import Denoiser
 from .output import Output, answer_texts, check_seed, collect, until_stop
+from .prompts import chat_text, prompt_texts
 from .samplers.base import DecodeState, Sampler, StepRecord
 from .samplers.knobs import BLOCK_LENGTH, CFG_SCALE, GEN_LENGTH, PENALTY_LAMBDA, STEPS, KnobError
 from .samplers.low_confidence import LowConfidence
@@ -49,36 +50,6 @@ def check_knobs(sampler, *, gen_length: int, block_length: int, steps: int, cfg_
         raise KnobError("steps", f"steps ({steps}) must be at most gen_length ({gen_length}): "
                                  f"each step commits at least one token")
     return num_blocks
-
-
-def prompt_texts(lm: Denoiser, prompt) -> list[str]:
-    """A prompt as the list of texts the loop encodes: a string; a list of strings (a batch);
-    chat messages ([{"role": "user", "content": ...}, ...]) or a list of such conversations,
-    rendered by the model's chat template with the assistant's turn opened."""
-    if isinstance(prompt, str) or _is_chat(prompt):
-        prompt = [prompt]
-    if not isinstance(prompt, (list, tuple)) or not prompt:
-        raise ValueError("prompt must be a non-empty string, a list of strings, or chat messages "
-                         "([{'role': 'user', 'content': '...'}])")
-    texts = [chat_text(lm, p) if _is_chat(p) else p for p in prompt]
-    for p in texts:
-        if not isinstance(p, str) or not p.strip():
-            raise ValueError(f"prompt must be non-empty text, got {p!r}")
-    return texts
-
-
-def _is_chat(p) -> bool:
-    return isinstance(p, (list, tuple)) and len(p) > 0 and all(isinstance(m, dict) for m in p)
-
-
-def chat_text(lm: Denoiser, messages) -> str:
-    """Chat messages rendered by the tokenizer's chat template, ending where the assistant writes."""
-    for m in messages:
-        if set(m) - {"role", "content"} or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-            raise ValueError(f"a chat message must be {{'role': str, 'content': str}}, got {m!r}")
-    if not getattr(lm.tokenizer, "chat_template", None):
-        raise ValueError(f"model {lm.name!r} has no chat template: pass the prompt as text")
-    return lm.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
 
 
 def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_scale, penalty_lambda):

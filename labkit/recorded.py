@@ -36,9 +36,9 @@ import torch
 from torch import Tensor
 
 from .accel import Accel, check_accel
-from .decode import prompt_texts
 from .models.families.diffusion_gemma import DiffusionGemma
 from .output import Output, answer_texts, check_seed, collect
+from .prompts import prompt_texts
 from .samplers.base import StepRecord
 from .trace import Trace
 

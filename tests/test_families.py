@@ -31,6 +31,43 @@ def test_a_masked_lm_is_a_denoiser_whose_rows_do_not_depend_on_their_batch(tmp_p
     check_family(lm, rules=[lk.LowConfidence(), lk.Threshold(threshold=0.5)])
 
 
+def roberta(folder, *, vocab=96, context=64):
+    """A tiny random RoBERTa in its published layout: <s> 0, <pad> 1, </s> 2, <unk> 3, <mask> the last
+    id; its position ids start at pad_token_id + 1, so max_position_embeddings is the context + 2."""
+    from transformers import RobertaConfig, RobertaForMaskedLM
+
+    save_tokenizer(folder, {"<s>": 0, "<pad>": 1, "</s>": 2, "<mask>": vocab - 1}, vocab, mask="<mask>", eos="</s>",
+                   pad="<pad>")
+    torch.manual_seed(0)
+    config = RobertaConfig(vocab_size=vocab, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                           intermediate_size=32, max_position_embeddings=context + 2, pad_token_id=1, bos_token_id=0,
+                           eos_token_id=2)
+    RobertaForMaskedLM(config).save_pretrained(folder)
+    return folder
+
+
+def test_a_roberta_decodes_a_left_padded_batch_as_each_row_alone(tmp_path):
+    """RoBERTa counts its positions from pad_token_id + 1 on the first real token: a left-padded row
+    must get the positions it has alone, or every position of the shorter rows shifts."""
+    lm = lk.load(str(roberta(tmp_path / "roberta")))
+    assert (lm.kind, lm.pad_id, lm.mask_id, lm.eos_id) == ("masked", 1, 95, 2) and lm.family.name == "masked LM"
+    short, long = lm.encode("the mind"), lm.encode("to be or not to be that is the question")
+    pad = len(long) - len(short)
+    x = torch.tensor([[lm.pad_id] * pad + short + [lm.mask_id] * 4, long + [lm.mask_id] * 4])
+    batch = lm(x, (torch.arange(x.shape[1]) >= torch.tensor([[pad], [0]])).long())
+    assert torch.allclose(batch[0, pad:], lm(x[:1, pad:])[0], atol=1e-5)
+    assert torch.allclose(batch[1], lm(x[1:])[0], atol=1e-5)
+    assert torch.allclose(lm(x[1:]), lm.net(input_ids=x[1:]).logits, atol=1e-6)   # the positions RoBERTa counts
+    check_family(lm, rules=[lk.LowConfidence(), lk.Threshold(threshold=0.5)])
+    prompts = ["to be or not to be that is the question", "the mind", "whether tis nobler in the mind to suffer"]
+    for rule in (lk.LowConfidence(), lk.Threshold(threshold=0.5)):
+        together = lk.generate(lm, prompts, rule, gen_length=8, block_length=4, steps=8)
+        for i, p in enumerate(prompts):
+            alone = lk.generate(lm, p, rule, gen_length=8, block_length=4, steps=8)
+            assert torch.equal(together.ids[i, -8:], alone.ids[0, -8:]), (rule, i)
+            assert together.texts[i] == alone.texts[0]
+
+
 def test_a_causal_lm_loads_with_its_head_as_the_ar_baseline(tmp_path):
     from transformers import GPT2Config, GPT2LMHeadModel
 

@@ -1,6 +1,7 @@
 """The package's shape: the layers of docs/architecture.md hold (no module imports from a layer
-above its own, models/ never imports a loop, the core nothing from a wing), functions stay short,
-every rule in the registry decodes on the embedded models it is offered for."""
+above its own, models/ never imports a loop, the core nothing from a wing, a wing nothing from a
+wing above it), the import graph has no circle, functions and modules stay short, every rule in
+the registry decodes on the embedded models it is offered for."""
 import ast
 import re
 from pathlib import Path
@@ -15,15 +16,23 @@ DOC = PKG.parent / "docs" / "architecture.md"
 # everything else in labkit is core; `python -m labkit` (__main__.py) is the command's entry, a wing
 WINGS = ("bench", "eval", "training", "ui", "cli", "serve", "tasks", "__main__")
 LOOPS = ("decode", "continuous", "recorded")        # the decoding loops, which models/ never imports
-# the one upward reference: the front door's lk.viz / lk.widgets import ui/ on first use
-FRONT_DOOR_LAZY = {"__init__.py": {"labkit.ui.viz", "labkit.ui.widgets"}}
+# the one upward reference: the front door's lk.viz / lk.widgets import ui/ on first use (attribute
+# access, never run by `import labkit`): no edge of the import graph
+FRONT_DOOR_LAZY = {"labkit": {"labkit.ui.viz", "labkit.ui.widgets"}}
 MAX_FUNCTION_LINES = 60
+MAX_MODULE_LINES = 450
 
 
 def _top(module: str) -> str:
     """labkit.models.kv_cache → "models"; labkit (the package itself) → "__init__"."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
+
+
+def module_name(path: Path) -> str:
+    """labkit/models/kv_cache.py → labkit.models.kv_cache; labkit/models/__init__.py → labkit.models."""
+    parts = list(path.relative_to(PKG).with_suffix("").parts)
+    return ".".join(["labkit", *(parts[:-1] if parts[-1] == "__init__" else parts)])
 
 
 def _entry(path: Path) -> str:
@@ -97,32 +106,79 @@ def _imports(path: Path, source: str | None = None) -> set[str]:
     return {_existing(m) for m in found if m == "labkit" or m.startswith("labkit.")}
 
 
+def _problem(importer: str, module: str, order: dict[str, int]) -> str | None:
+    """What is wrong with labkit module `importer` importing `module`, against the documented layers."""
+    me, top = _top(importer), _top(module)
+    if module in FRONT_DOOR_LAZY.get(importer, ()):
+        return None
+    if me not in WINGS and top in WINGS:
+        return f"{importer} imports the wing module {module}"
+    if me == "models" and top in LOOPS:
+        return f"{importer} imports the loop {module}"
+    if order.get(top, 0) > order.get(me, 0):
+        return f"{importer} (layer {order.get(me)}) imports {module} (layer {order.get(top)})"
+    return None
+
+
 def violations(path: Path, source: str | None = None, order: dict[str, int] | None = None) -> list[str]:
     """What `path` (or `source` as if it were at `path`) imports against the documented layers."""
     order = layers() if order is None else order
-    me, rel = _entry(path), str(path.relative_to(PKG))
-    bad = []
-    for module in sorted(_imports(path, source)):
-        top = _top(module)
-        if module in FRONT_DOOR_LAZY.get(rel, ()):
-            continue
-        if me not in WINGS and top in WINGS:
-            bad.append(f"{rel} imports the wing module {module}")
-        elif me == "models" and top in LOOPS:
-            bad.append(f"{rel} imports the loop {module}")
-        elif order.get(top, 0) > order.get(me, 0):
-            bad.append(f"{rel} (layer {order.get(me)}) imports {module} (layer {order.get(top)})")
-    return bad
+    found = (_problem(module_name(path), m, order) for m in sorted(_imports(path, source)))
+    return [p for p in found if p]
 
 
 def _package_files():
     return sorted(p for p in PKG.rglob("*.py") if "weights" not in p.relative_to(PKG).parts)
 
 
+def import_graph(planted: dict[Path, str] | None = None) -> dict[str, set[str]]:
+    """labkit module → the labkit modules it imports (at the top or inside a function, relative or
+    absolute, importlib strings; the front door's lazy views left out). `planted` maps a path to a
+    source read as if it were that file (a path that does not exist adds a module)."""
+    planted = planted or {}
+    graph = {}
+    for path in sorted({*_package_files(), *planted}):
+        me = module_name(path)
+        graph[me] = {m for m in _imports(path, planted.get(path))
+                     if m != me and m not in FRONT_DOOR_LAZY.get(me, ())}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Import circles as [a, b, ..., a], one for each edge that closes a circle in a depth-first walk
+    (none exactly when the graph has no circle)."""
+    found, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path)
+        path.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return found
+
+
+def upward_edges(graph: dict[str, set[str]], order: dict[str, int] | None = None) -> list[str]:
+    """The graph's edges that run against the layers, each as what is wrong with it."""
+    order = layers() if order is None else order
+    found = (_problem(a, b, order) for a in sorted(graph) for b in sorted(graph[a]))
+    return [p for p in found if p]
+
+
 def test_every_module_sits_in_a_documented_layer():
     order = layers()
-    assert {w for w in WINGS} <= set(order) and len({order[w] for w in WINGS}) == 1, "the wings: one top layer"
-    assert max(order.values()) == order["bench"], "the wings are the top layer"
+    core = {name: n for name, n in order.items() if name not in WINGS}
+    assert set(WINGS) <= set(order), "every wing has a layer"
+    assert min(order[w] for w in WINGS) > max(core.values()), "the wings sit above the core"
+    assert max(order.values()) == order["cli"] == order["__main__"], "the command is the top layer"
     entries = {_entry(p) for p in _package_files()}
     missing = sorted(entries - set(order))
     assert not missing, f"place these in the layer table of docs/architecture.md: {missing}"
@@ -135,9 +191,31 @@ def test_no_module_imports_from_a_higher_layer_or_a_wing():
     assert not bad, bad
 
 
+def test_the_import_graph_has_no_circle_and_no_edge_from_a_lower_layer_to_a_higher_one():
+    graph = import_graph()
+    edges = sum(map(len, graph.values()))
+    assert len(graph) > 80 and edges > 200, f"the graph is not vacuous ({len(graph)} modules, {edges} edges)"
+    circles, upward = cycles(graph), upward_edges(graph)
+    print(f"import graph: {len(graph)} modules, {edges} edges, {len(circles)} circles, {len(upward)} upward edges")
+    assert not circles, "import circles: " + "; ".join(" → ".join(c) for c in circles)
+    assert not upward, "imports from a lower layer to a higher one: " + "; ".join(upward)
+
+
+def test_the_graph_check_fails_on_a_planted_circle_and_a_planted_upward_edge():
+    recorded = PKG / "recorded.py"
+    circles = cycles(import_graph({recorded: recorded.read_text() + "from .decode import generate\n"}))
+    assert [c for c in circles if set(c) == {"labkit.decode", "labkit.recorded"}], circles
+    base = PKG / "samplers" / "base.py"                 # output → trace → samplers.base → output
+    longer = cycles(import_graph({base: base.read_text() + "def f():\n    from ..output import Output\n"}))
+    assert any(set(c) == {"labkit.output", "labkit.trace", "labkit.samplers.base"} for c in longer), longer
+    planted = {PKG / "training" / "probe.py": "from ..bench.tasks import PAIRS\n"}
+    upward = upward_edges(import_graph(planted))
+    assert upward == ["labkit.training.probe (layer 8) imports labkit.bench.tasks (layer 10)"], upward
+
+
 def test_the_front_door_reaches_the_wings_only_for_its_lazy_views():
     found = _imports(PKG / "__init__.py")
-    assert {m for m in found if _top(m) in WINGS} == FRONT_DOOR_LAZY["__init__.py"]
+    assert {m for m in found if _top(m) in WINGS} == FRONT_DOOR_LAZY["labkit"]
 
 
 PLANTED = {                                   # kind → (where it is planted, source, the module it reaches)
@@ -152,6 +230,8 @@ PLANTED = {                                   # kind → (where it is planted, s
                                 "labkit.decode"),
     "a lower layer imports a higher one": ("trace.py", "from .models.handle import Denoiser\n",
                                            "labkit.models.handle"),
+    "a wing imports a wing above it": ("training/task_card.py", "from ..bench.tasks import PAIRS\n",
+                                       "labkit.bench.tasks"),
 }
 
 
@@ -168,8 +248,15 @@ def test_the_check_fails_on_a_planted_import(kind):
 
 def test_the_check_passes_a_wing_importing_the_core_and_the_core_importing_downward():
     assert not violations(PKG / "ui" / "probe.py", "import labkit as lk\nfrom ..decode import generate\n"
-                                                  "from labkit import bench\n")
+                                                  "from labkit import tasks\n")
+    assert not violations(PKG / "bench" / "probe.py", "from ..eval import metrics\nfrom labkit import ui\n")
     assert not violations(PKG / "recorded.py", "from .models.families.diffusion_gemma import DiffusionGemma\n")
+
+
+def test_no_module_is_longer_than_450_lines():
+    long = [f"{p.relative_to(PKG)} ({n} lines)" for p in sorted(PKG.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    assert not long, f"split these where their code's seams are: {long}"
 
 
 def test_no_function_is_longer_than_a_screen():

@@ -107,6 +107,20 @@ def test_autoregressive_twin_shares_the_tokenizer(tiny):
     assert torch.allclose(ar(y)[0, :-1], logits[0, :-1], atol=1e-5)
 
 
+def test_a_causal_models_logits_at_i_predict_token_i_plus_1():
+    """The Denoiser contract for kind "causal": lm(x)[:, i] scores token i + 1, not token i. Read
+    shifted, a passage of verse is far likelier than read in place (this one: 2.4 vs 10.6 nats)."""
+    ar = lk.load("tiny-ar")
+    assert ar.kind == "causal"
+    text = ("ROMEO:\nBut, soft! what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
+            "Arise, fair sun, and kill the envious moon,\nWho is already sick and pale with grief,\n")
+    x = torch.tensor([ar.encode(text)])
+    logp = torch.log_softmax(ar(x).float(), dim=-1)[0]                     # (L, V)
+    shifted = -logp[:-1].gather(-1, x[0, 1:, None]).mean().item()          # logits[:, i] score token i + 1
+    unshifted = -logp.gather(-1, x[0, :, None]).mean().item()              # logits[:, i] score token i
+    assert shifted < 4.0 and unshifted > 8.0, (shifted, unshifted)
+
+
 def test_autoregressive_twin_predicts_held_out_text():
     from labkit.eval.evaluate import ar_bits_per_token, heldout_windows
     ar = lk.load("tiny-ar")

@@ -340,6 +340,7 @@ def test_a_block_that_ends_inside_a_character_is_held_back_not_lost(tiny):
     import asyncio
 
     from labkit.serve import app as app_module
+    from labkit.serve import streaming
     from labkit.serve.scheduler import Row
 
     ids = tiny.encode("日本!")
@@ -361,7 +362,7 @@ def test_a_block_that_ends_inside_a_character_is_held_back_not_lost(tiny):
             ticket.events.put_nowait(event)
         cfg = app_module.ServeConfig(model_id="tiny", api_key=None, max_batch=1, queue_size=1, timeout=30,
                                      max_body=1 << 20, batch_wait=0)
-        return [e async for e in app_module._events(tiny, cfg, ticket)]
+        return [e async for e in streaming._events(tiny, cfg, ticket)]
     events = asyncio.run(run())
     chunks = [json.loads(e[6:]) for e in events if e.startswith("data: {")]
     assert "".join(c["choices"][0]["text"] for c in chunks) == "日本!"

@@ -20,6 +20,7 @@ openai = pytest.importorskip("openai")
 
 from labkit.serve import app as app_module  # noqa: E402
 from labkit.serve import scheduler as scheduler_module  # noqa: E402
+from labkit.serve import streaming  # noqa: E402
 from labkit.serve.app import create_app, run_in_thread  # noqa: E402
 from labkit.serve.schemas import find_stop, held_back  # noqa: E402
 
@@ -146,7 +147,7 @@ def _stream(tiny, text: str, cut: int, stop) -> tuple[list[str], dict, _FakeTick
                                          batch_rows=1, seconds=0)
         ticket = _FakeTicket(job, [("final", ids[:head]), ("final", ids), ("done", result)])
         cfg = app_module.ServeConfig(model_id="tiny")
-        return [e async for e in app_module._events(tiny, cfg, ticket)], ticket
+        return [e async for e in streaming._events(tiny, cfg, ticket)], ticket
     events, ticket = asyncio.run(run())
     assert events[-1] == "data: [DONE]\n\n"
     chunks = [json.loads(e[6:]) for e in events[:-1]]

@@ -2,7 +2,12 @@
 read from a model. `Denoiser` is the written interface; `DLM` is labkit's handle for any network
 (embedded or from transformers); `Wrapper` is the base of handles that wrap another (the caches).
 
-    lm(x, attention_mask)   x (B, L) long → logits (B, L, V): position i's logits predict token i
+    lm(x, attention_mask)   x (B, L) long → logits (B, L, V), read by the model's `kind`:
+                              "masked": logits[:, i] predict token i (what belongs at position i);
+                              "causal": logits[:, i] predict token i + 1 (the next token, from
+                              positions ≤ i), as in any causal LM: score token i + 1 with logits[:, i].
+                            The mask loop shifts a causal model's logits right by one itself
+                            (decode._model_fn), so the rules always read position i's at i.
     lm.begin_block(s, e)    optional (None when absent): the loop calls it as block [s, e) starts
 """
 from __future__ import annotations
@@ -37,6 +42,7 @@ class Denoiser(Protocol):
     def device(self) -> torch.device: ...
 
     def __call__(self, x: Tensor, attention_mask: Tensor | None = None) -> Tensor: ...
+    # → logits (B, L, V): [:, i] predicts token i for kind "masked", token i + 1 for kind "causal"
 
     def encode(self, text: str) -> list[int]: ...
 
@@ -75,7 +81,7 @@ class DLM:
 
     @torch.no_grad()
     def __call__(self, x: Tensor, attention_mask: Tensor | None = None) -> Tensor:
-        """x (B, L) long → logits (B, L, V)."""
+        """x (B, L) long → logits (B, L, V): [:, i] predicts token i (masked), token i + 1 (causal)."""
         if self.family is not None:
             return self.family.forward(self.net, x, attention_mask)
         out = self.net(input_ids=x, attention_mask=attention_mask)

@@ -10,9 +10,11 @@ standard clients ignore. With "stream": true the answer comes as server-sent cha
 (or text_completion) events, block by block as each block's text becomes final; "drafts": true
 adds each step's draft of the current block in an extra "draft" field of extra chunks. A stream
 with `stop` holds back text that could still start a stop string and ends at the stop (the run is
-stopped there). A body over the limit is read and thrown away (up to DRAIN_FACTOR times the limit)
-before its 413, so a client that writes its whole body first still reads the answer; a client
-that hangs up while sending its body is one line in the "labkit.serve" log.
+stopped there): labkit.serve.streaming. A body over the limit is read and thrown away (up to
+DRAIN_FACTOR times the limit) before its 413, so a client that writes its whole body first still
+reads the answer; a client that hangs up while sending its body is one line in the "labkit.serve"
+log. Here: the routes, the error shape, the key check, the request body's reading, the JSON
+answer, and the server in a thread; the settings are labkit.serve.config's ServeConfig.
 """
 from __future__ import annotations
 
@@ -26,49 +28,18 @@ from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from .answers import answer, final_text
+from .config import ServeConfig
 from .scheduler import QueueFull, Result, Scheduler, Ticket
-from .schemas import (
-    MAX_BODY,
-    ServeError,
-    answer,
-    chat_fields,
-    final_text,
-    find_stop,
-    held_back,
-    parse_chat,
-    parse_generate,
-    parse_text,
-    text_fields,
-    tokens_for,
-)
+from .schemas import MAX_BODY, ServeError, chat_fields, parse_chat, parse_generate, parse_text, text_fields
+from .streaming import diffusion_summary, stream
 
 log = logging.getLogger("labkit.serve")
 DRAIN_FACTOR = 4        # a body over the limit is read (and dropped) up to this many times the limit
-
-
-@dataclass(frozen=True)
-class ServeConfig:
-    model_id: str
-    api_key: str | None = None
-    max_batch: int = 16
-    queue_size: int = 256
-    timeout: float = 120.0             # seconds a request may take, queue + run
-    max_body: int = MAX_BODY           # bytes
-    batch_wait: float = 0.01           # seconds the worker waits for more compatible requests
-
-    def __post_init__(self):
-        for name in ("max_batch", "queue_size", "max_body"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        if not self.timeout > 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {self.timeout!r}")
-        if not self.batch_wait >= 0:
-            raise ValueError(f"batch_wait must be >= 0 seconds, got {self.batch_wait!r}")
 
 
 def create_app(lm, model_id: str, *, api_key: str | None = None, max_batch: int = 16, queue_size: int = 256,
@@ -221,7 +192,7 @@ def _routes(app: FastAPI, lm, cfg: ServeConfig, scheduler: Scheduler) -> None:
         job = parse(lm, body, cfg.max_batch)
         ticket = _submit(scheduler, job)
         if job.stream:
-            return await _stream(lm, cfg, ticket)
+            return await stream(lm, cfg, ticket)
         result = await _wait(ticket, cfg, request)
         return _format(lm, cfg, job, result)
 
@@ -245,12 +216,6 @@ def _submit(scheduler: Scheduler, job) -> Ticket:
         raise ServeError(429, str(e), code="queue_full", type="rate_limit_error") from None
 
 
-def _timeout(cfg: ServeConfig) -> ServeError:
-    return ServeError(504, f"timeout: no answer within the server's --timeout of {cfg.timeout:g} s (the request "
-                           f"was dropped; the server is busy or the request is long)", code="timeout",
-                      type="timeout_error")
-
-
 DISCONNECT_POLL = 0.25          # seconds between checks that a waiting client is still connected
 
 
@@ -270,22 +235,10 @@ async def _wait(ticket: Ticket, cfg: ServeConfig, request: Request) -> Result:
                     raise ServeError(499, "the client closed the connection", code="client_closed") from None
     except asyncio.TimeoutError:
         ticket.cancelled = True
-        raise _timeout(cfg) from None
+        raise cfg.timeout_error() from None
     except asyncio.CancelledError:                       # the server is shutting down
         ticket.cancelled = True
         raise
-
-
-def _diffusion(lm, job, result: Result) -> dict:
-    """The run's summary for this request's rows: NFE (the most forward passes any of its rows took
-    part in) and TPF (the decided canvas positions of its rows per forward pass each row saw)."""
-    k = job.knobs
-    tokens = sum(t != lm.mask_id for row in result.rows for t in row.ids)
-    row_nfe = sum(row.nfe for row in result.rows)
-    return {"sampler": k.sampler, "steps": k.steps, "block_length": k.block_length, "gen_length": k.gen_length,
-            "nfe": max(row.nfe for row in result.rows), "tpf": round(tokens / max(1, row_nfe), 4),
-            "batch": result.batch_requests,
-            "batch_rows": result.batch_rows, "seconds": round(result.seconds, 4)}
 
 
 def _format(lm, cfg: ServeConfig, job, result: Result) -> dict:
@@ -301,126 +254,14 @@ def _format(lm, cfg: ServeConfig, job, result: Result) -> dict:
         else:
             choices.append(text)
     if job.kind == "generate":
-        return {"texts": choices, "diffusion": _diffusion(lm, job, result)}
+        return {"texts": choices, "diffusion": diffusion_summary(lm, job, result)}
     prompt_tokens = sum(job.prompt_tokens)
     return {"id": f"{'chatcmpl' if job.kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex[:24]}",
             "object": "chat.completion" if job.kind == "chat" else "text_completion", "created": int(time.time()),
             "model": cfg.model_id, "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
-            "diffusion": _diffusion(lm, job, result)}
-
-
-def _sse(data) -> str:
-    return f"data: {json.dumps(data)}\n\n"
-
-
-async def _stream(lm, cfg: ServeConfig, ticket: Ticket) -> StreamingResponse:
-    """Wait until the run starts (504 / 4xx as plain JSON until then), then stream its blocks."""
-    try:
-        kind, payload = await asyncio.wait_for(ticket.events.get(), max(0.0, ticket.deadline - time.monotonic()))
-    except asyncio.TimeoutError:
-        ticket.cancelled = True
-        raise _timeout(cfg) from None
-    except asyncio.CancelledError:
-        ticket.cancelled = True
-        raise
-    if kind == "error":
-        raise payload
-    return StreamingResponse(_events(lm, cfg, ticket), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
-
-
-class _Chunks:
-    """The chunk objects of one streamed answer, chat or text completion shape."""
-
-    def __init__(self, cfg: ServeConfig, job):
-        self.chat, self.model = job.kind == "chat", cfg.model_id
-        self.id = f"{'chatcmpl' if self.chat else 'cmpl'}-{uuid.uuid4().hex[:24]}"
-        self.created = int(time.time())
-
-    def make(self, content: str | None = None, reason: str | None = None, role: bool = False, **extra) -> dict:
-        if self.chat:
-            delta = {"role": "assistant", "content": ""} if role else ({} if content is None else {"content": content})
-            choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
-        else:
-            choice = {"index": 0, "text": content or "", "finish_reason": reason, "logprobs": None}
-        return {"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
-                "created": self.created, "model": self.model, "choices": [choice], **extra}
-
-
-class _Sent:
-    """The text a stream has sent so far. A block may end inside a character (its bytes are held
-    back) or with the start of a stop string (held back until the next block says); once a stop
-    string is complete the text ends before it and `stopped` is set."""
-
-    def __init__(self, lm, job):
-        self.lm, self.stop, self.text, self.stopped = lm, job.stop, "", False
-        self.tokens, self.reason = 0, "length"
-
-    def feed(self, ids: list[int], reason: str, complete: bool) -> str:
-        """The answer's tokens so far (all of them when `complete`) → the new text to send."""
-        text = self.lm.decode(ids)
-        if not complete:
-            text = text.rstrip("\ufffd")
-        at = find_stop(text, self.stop)
-        if at is not None:
-            text, self.stopped, self.reason, self.tokens = text[:at], True, "stop", tokens_for(self.lm, ids, at)
-        elif complete:
-            self.reason, self.tokens = reason, len(ids)
-        else:
-            text = text[:len(text) - held_back(text, self.stop)]
-        if len(text) <= len(self.text) or not text.startswith(self.text):
-            return ""
-        new, self.text = text[len(self.text):], text
-        return new
-
-
-async def _next(ticket: Ticket):
-    """The run's next event: ("start"|"final"|"draft"|"done"|"error", payload); TimeoutError at the deadline."""
-    return await asyncio.wait_for(ticket.events.get(), max(0.0, ticket.deadline - time.monotonic()))
-
-
-def _end(lm, job, chunks: "_Chunks", sent: _Sent, result: Result):
-    """The last events of a stream: the finish reason (and the run's summary), usage if asked, [DONE]."""
-    yield _sse(chunks.make(reason=sent.reason, diffusion=_diffusion(lm, job, result)))
-    if job.include_usage:
-        p = sum(job.prompt_tokens)
-        yield _sse({**chunks.make(), "choices": [],
-                    "usage": {"prompt_tokens": p, "completion_tokens": sent.tokens, "total_tokens": p + sent.tokens}})
-    yield "data: [DONE]\n\n"
-
-
-async def _events(lm, cfg: ServeConfig, ticket: Ticket):
-    job, chunks, sent = ticket.job, _Chunks(cfg, ticket.job), _Sent(lm, ticket.job)
-    try:
-        if chunks.chat:
-            yield _sse(chunks.make(role=True))
-        while True:
-            try:
-                kind, payload = await _next(ticket)
-            except asyncio.TimeoutError:
-                ticket.cancelled = True
-                yield _sse(_timeout(cfg).body())
-                return
-            if kind == "error":
-                yield _sse(payload.body())
-                return
-            if kind == "draft" and not sent.stopped:          # no draft past a stop string
-                yield _sse(chunks.make(draft={**payload, "text": lm.decode([t for t in payload["ids"]
-                                                                           if t != lm.mask_id])}))
-            elif kind in ("final", "done") and not sent.stopped:
-                ids = payload if kind == "final" else list(payload.rows[0].ids)
-                new = sent.feed(*answer(lm, ids, job.max_tokens), complete=kind == "done")
-                if new:
-                    yield _sse(chunks.make(new))
-                ticket.stopped = sent.stopped                 # the worker ends the run at its next step
-            if kind == "done":
-                for event in _end(lm, job, chunks, sent, payload):
-                    yield event
-                return
-    finally:
-        ticket.cancelled = True                 # a client that went away stops the run at its next step
+            "diffusion": diffusion_summary(lm, job, result)}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ the server does with the standard fields:
   empty or null (an empty message is left out of a plain transcript), but not every one of them.
 - `temperature`, `top_p`, `seed`: the registry's sampling knobs (temperature 0 is greedy). Without a
   seed a sampling request draws a fresh one; with a seed it runs alone, so the seed reproduces it.
-- `stream`, `stream_options.include_usage`: server-sent chunks, block by block (labkit.serve.app).
+- `stream`, `stream_options.include_usage`: server-sent chunks, block by block (labkit.serve.streaming).
 - Accepted with the value that changes nothing, refused (400 naming the field) with any other
   (NO_OP): n 1, best_of 1, presence/frequency_penalty 0, logprobs false / 0, top_logprobs 0,
   logit_bias {}, echo false, suffix "", response_format {"type": "text"}, tools [] / functions [],
@@ -31,6 +31,9 @@ the server does with the standard fields:
   (threshold, editing_threshold, factor, entropy_bound, score, top_k, ... as described in
   labkit.samplers.knobs), keywords (words that must appear), drafts (streaming only: send each
   step's draft of the current block in an extra field).
+
+Where an answer ends (max_tokens, end tokens, stop strings) is read off the canvas by
+labkit.serve.answers; its names are importable from here too.
 """
 from __future__ import annotations
 
@@ -41,9 +44,11 @@ import numbers
 from dataclasses import dataclass
 
 from .. import defaults
-from ..decode import chat_text, check_knobs
+from ..decode import check_knobs
+from ..prompts import chat_text
 from ..samplers import registry
 from ..samplers.knobs import KnobError
+from .answers import answer, final_text, find_stop, held_back, tokens_for  # noqa: F401  (how an answer ends)
 
 MAX_BODY = 1 << 20                      # bytes of a request body
 MAX_TOKENS = 4096                       # answer limit for a model without a context limit
@@ -425,48 +430,3 @@ def parse_generate(lm, body, max_batch: int) -> Job:
         raise bad("max_len", f"max_len ({job.max_tokens}) must be a multiple of block_length "
                              f"({job.knobs.block_length})")
     return job
-
-
-def answer(lm, ids: list[int], max_tokens: int) -> tuple[list[int], str]:
-    """The tokens returned from a row's canvas ids and the finish reason: the first max_tokens
-    tokens cut at the first end-of-text / end-of-turn token ("stop"), else "length"."""
-    head = ids[:max_tokens]
-    for i, t in enumerate(head):
-        if t in lm.stop_ids:
-            return head[:i], "stop"
-    return head, "length"
-
-
-def find_stop(text: str, stop: tuple[str, ...]) -> int | None:
-    """Where the answer ends in `text`: the start of the stop string that is complete first, reading
-    left to right (as a left-to-right generator would meet it); None when none occurs."""
-    found = [(at + len(s), at) for s in stop if (at := text.find(s)) >= 0]
-    return min(found)[1] if found else None
-
-
-def held_back(text: str, stop: tuple[str, ...]) -> int:
-    """How many characters at the end of `text` could still be the start of a stop string."""
-    return max((k for s in stop for k in range(1, min(len(s) - 1, len(text)) + 1) if text.endswith(s[:k])),
-               default=0)
-
-
-def tokens_for(lm, ids: list[int], chars: int) -> int:
-    """The fewest leading answer tokens whose text holds the first `chars` characters."""
-    lo, hi = 0, len(ids)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if len(lm.decode(ids[:mid]).rstrip("\ufffd")) >= chars:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def final_text(lm, ids: list[int], reason: str, stop: tuple[str, ...]) -> tuple[str, int, str]:
-    """A row's answer tokens (from answer()) as (text, tokens counted, finish reason), cut before
-    its first stop string (finish reason "stop")."""
-    text = lm.decode(ids)
-    at = find_stop(text, stop)
-    if at is None:
-        return text, len(ids), reason
-    return text[:at], tokens_for(lm, ids, at), "stop"

@@ -6,39 +6,49 @@ region, canvas positions `trace.prompt_len` onward.
 
     heatmap(trace, lm, kind="state")     plotly: steps (top to bottom) × positions
     heatmap_matplotlib(trace, kind=...)  the same, static
-    token_grid(trace, lm, step=None)     HTML: the canvas at one step, coloured spans
-    token_grid_steps(trace, lm)          HTML: every step, one numbered line each
     step_slider(trace, lm)               plotly: a step scrubber that needs no kernel
-    stats_table(stats)                   HTML: a dict as a two-column table
     continuous_heatmap(trace, lm)        plotly: a continuous-diffusion trace's nearest tokens
+
+and, reachable from here as from their own module:
+
+    token_grid(trace, lm, step=None)     HTML: the canvas at one step, coloured spans   (ui/grids.py)
+    token_grid_steps(trace, lm)          HTML: every step, one numbered line each
+    canvas_grid / commit_grid            a puzzle's answer in its grid: HTML / the commit order
+    stats_table(stats)                   HTML: a dict as a two-column table
+    check_trace, has_edits, MASKED, ...  a trace read as cells, the state palette  (ui/cells.py)
 
 Their neighbours, still reachable from here: `to_html` (the standalone HTML report) lives in
 `ui/report.py`, `loss_figure` / `LiveLoss` (training loss curves) in `ui/training_views.py`.
 """
 from __future__ import annotations
 
-import functools
-import html
 import importlib
 
 import numpy as np
 
 from ..models.handle import Denoiser
-
-KINDS = ("state", "confidence", "commit_step", "edits")
-MASKED, NEW, EARLIER, EDITED, PINNED = 0, 1, 2, 3, 4
-STATE_NAMES = ("masked", "committed now", "committed earlier", "edited now", "pinned")
-STATE_COLORS = ("#e5e7eb", "#f59e0b", "#3b82f6", "#c026d3", "#059669")
-MASK_GLYPH = "▢"
-
-_CSS = ("<style>.lk-grid{font-family:ui-monospace,monospace;white-space:pre-wrap;line-height:1.9}"
-        ".lk-grid span{border-radius:3px;padding:0 1px}"
-        ".lk-m{color:#9ca3af;background:#f3f4f6}.lk-r{background:#fecaca}.lk-o{background:#fed7aa}"
-        ".lk-g{background:#bbf7d0}.lk-b{background:#dbeafe}.lk-e{outline:2px solid #c026d3}"
-        ".lk-p{background:#d1fae5;outline:2px solid #059669}"
-        ".lk-n{color:#6b7280;user-select:none}"
-        ".lk-stats{border-collapse:collapse;font-family:sans-serif;font-size:13px}"
-        ".lk-stats td,.lk-stats th{border:1px solid #ddd;padding:2px 8px;text-align:left}</style>")
+from .cells import (
+    EARLIER,
+    EDITED,
+    KINDS,
+    MASK_GLYPH,
+    MASKED,
+    NEW,
+    PINNED,
+    STATE_COLORS,
+    STATE_NAMES,
+    Html,
+    _cell_text,
+    _check_kind,
+    _commit_step,
+    _gen,
+    _state,
+    _write_confidence,
+    check_trace,
+    has_edits,
+    png_figure,
+)
+from .grids import canvas_grid, commit_grid, stats_table, token_grid, token_grid_steps
 
 
 def notebook_mode() -> None:
@@ -48,65 +58,7 @@ def notebook_mode() -> None:
     pio.renderers.default = "plotly_mimetype"
 
 
-class Html(str):
-    """An HTML string that a notebook renders (and tests compare as a plain str)."""
-
-    def _repr_html_(self) -> str:
-        return str(self)
-
-
-# --- shared helpers ---------------------------------------------------------------------------
-def check_trace(trace, row) -> None:
-    """Refuse an empty trace or a row outside its batch (ValueError)."""
-    if not len(trace):
-        raise ValueError("trace has no steps to show")
-    B = trace.init.shape[0]
-    if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or not 0 <= row < B:
-        raise ValueError(f"row must be an integer in [0, {B}) for this batch of {B}, got {row!r}")
-
-
-def _check_kind(kind) -> None:
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-
-
-def _gen(t, trace, row) -> np.ndarray:
-    """(S, B, L) tensor → (S, N) numpy array of one row's generated region."""
-    return t[:, row, trace.prompt_len:].numpy()
-
-
-def _state(trace, row) -> np.ndarray:
-    """(S, N) int8: MASKED, NEW (committed at this step), EARLIER (written before), EDITED,
-    PINNED (fixed by a control: Pin, Infill, ReNoise's kept text, a placed or written keyword)."""
-    s = np.full(_gen(trace.tokens(), trace, row).shape, EARLIER, dtype=np.int8)
-    pinned = trace.pinned()
-    if pinned is not None:
-        s[_gen(pinned, trace, row)] = PINNED
-    s[_gen(trace.masked(), trace, row)] = MASKED
-    s[_gen(trace.committed(), trace, row)] = NEW
-    s[_gen(trace.edits(), trace, row)] = EDITED
-    return s
-
-
-def has_edits(trace, row) -> bool:
-    """Whether any step of `row` edited a written token (token → token)."""
-    return bool(_gen(trace.edits(), trace, row).any())
-
-
-def _write_confidence(trace, row) -> np.ndarray:
-    """(S, N) float32 in [0, 1]: confidence of the tokens written (committed or edited) at each
-    step, nan elsewhere."""
-    conf = _gen(trace.confidence(), trace, row).astype(np.float32)
-    wrote = _gen(trace.committed() | trace.edits(), trace, row)
-    return np.where(wrote, np.clip(conf, 0.0, 1.0), np.float32(np.nan)).astype(np.float32)
-
-
-def _commit_step(trace, row) -> np.ndarray:
-    """(1, N) float32: the step each position was first committed at, nan if never."""
-    cs = trace.commit_step()[row, trace.prompt_len:].numpy().astype(np.float32)
-    return np.where(cs < 0, np.nan, cs)[None]
-
-
+# --- what a heatmap draws ---------------------------------------------------------------------
 def _matrix(trace, kind, row) -> np.ndarray:
     """The z of a heatmap of `kind`: (S, N), or (1, N) for commit_step."""
     if kind == "state":
@@ -126,24 +78,6 @@ def _categories(trace, kind, row) -> tuple[tuple[str, ...], tuple[str, ...]] | N
     if kind == "edits":
         return ("unchanged", "edited"), ("#f3f4f6", STATE_COLORS[EDITED])
     return None
-
-
-def _strings(lm: Denoiser, ids) -> list[str]:
-    """Display strings for ids (masks as the mask glyph, newlines as ↵)."""
-    out = lm.token_strings(list(ids))
-    return [s.replace("\n", "↵") for s in out]
-
-
-def _cell_text(trace, lm: Denoiser, row, final_only=False, escape=True) -> np.ndarray:
-    """(S, N) or (1, N) object array of token strings at each step (masks as ▢), HTML-escaped
-    for plotly unless `escape` is False."""
-    toks = _gen(trace.tokens(), trace, row)                       # (S, N)
-    if final_only:
-        toks = toks[-1:]
-    uniq, inv = np.unique(toks, return_inverse=True)
-    table = np.array([html.escape(s) if escape else s for s in _strings(lm, uniq)], dtype=object)
-    table[uniq == trace.mask_id] = MASK_GLYPH
-    return table[inv.reshape(toks.shape)]
 
 
 def _discrete_scale(colors) -> list:
@@ -253,22 +187,6 @@ def step_slider(trace, lm: Denoiser, row: int = 0, cols: int = 16):
 
 
 # --- matplotlib -------------------------------------------------------------------------------
-@functools.cache
-def png_figure():
-    """A matplotlib Figure class that renders itself in a notebook: a pyplot-free Figure has no
-    display hook of its own, and a bare one shows as `<Figure size ...>`."""
-    import io
-
-    from matplotlib.figure import Figure
-
-    class PngFigure(Figure):
-        def _repr_png_(self) -> bytes:
-            buf = io.BytesIO()
-            self.savefig(buf, format="png", dpi=90)
-            return buf.getvalue()
-    return PngFigure
-
-
 def heatmap_matplotlib(trace, lm=None, kind: str = "state", row: int = 0, ax=None):
     """Static matplotlib version of `heatmap`; draws on `ax` when given (its figure is returned),
     else on a new pyplot-free figure that a notebook shows as a PNG."""
@@ -307,116 +225,6 @@ def heatmap_matplotlib(trace, lm=None, kind: str = "state", row: int = 0, ax=Non
     ax.set_xlabel("generated position")
     ax.set_title(f"{kind} (row {row})")
     return fig
-
-
-# --- HTML -------------------------------------------------------------------------------------
-def _conf_class(c: float) -> str:
-    """LLaDA demo colours: red < 0.3 ≤ orange < 0.7 ≤ green (nan counts as low)."""
-    return "lk-g" if c >= 0.7 else "lk-o" if c >= 0.3 else "lk-r"
-
-
-def _rows(trace, lm: Denoiser, row) -> dict:
-    """One row's generated region as (S, N) numpy arrays, plus raw token strings by id."""
-    toks = _gen(trace.tokens(), trace, row)
-    uniq = np.unique(toks)
-    pinned = trace.pinned()
-    return dict(toks=toks, conf=_gen(trace.confidence(), trace, row).astype(np.float32),
-                pinned=np.zeros(toks.shape, bool) if pinned is None else _gen(pinned, trace, row),
-                new=_gen(trace.committed(), trace, row), edit=_gen(trace.edits(), trace, row),
-                strings=dict(zip(uniq.tolist(), lm.token_strings(uniq.tolist()))))
-
-
-def _spans(a: dict, s: int, mask_id: int, breaks: bool = True) -> str:
-    """Step s's canvas as inline spans; newlines as ↵ (followed by <br> when `breaks`)."""
-    out = []
-    for tok, c, new, edit, pin in zip(a["toks"][s].tolist(), a["conf"][s], a["new"][s], a["edit"][s],
-                                      a["pinned"][s]):
-        if tok == mask_id:
-            out.append(f'<span class="lk-m">{MASK_GLYPH}</span>')
-            continue
-        raw = a["strings"][tok]
-        cls = (_conf_class(c) + (" lk-e" if edit else "")) if new or edit else "lk-p" if pin else "lk-b"
-        tip = f' title="conf {c:.2f}"' if new or edit else ""
-        text = html.escape(raw).replace("\n", "↵")
-        out.append(f'<span class="{cls}"{tip}>{text}</span>')
-        if breaks:
-            out.append("<br>" * raw.count("\n"))
-    return "".join(out)
-
-
-def token_grid(trace, lm: Denoiser, step: int | None = None, row: int = 0) -> str:
-    """HTML: the canvas after `step` (default: the last). Masks are grey ▢, tokens committed at
-    this step are coloured by confidence (red < 0.3, orange < 0.7, green), earlier ones blue,
-    edited ones outlined, pinned ones green with an outline; hover a new token for its confidence."""
-    check_trace(trace, row)
-    S = len(trace)
-    step = S - 1 if step is None else step
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not -S <= step < S:
-        raise ValueError(f"step must be an integer in [0, {S}) (or negative from the end), got {step!r}")
-    return Html(f'{_CSS}<div class="lk-grid">{_spans(_rows(trace, lm, row), step % S, trace.mask_id)}</div>')
-
-
-def token_grid_steps(trace, lm: Denoiser, row: int = 0) -> str:
-    """HTML: every step's canvas, one numbered line per step (newlines shown as ↵ only)."""
-    check_trace(trace, row)
-    a, w = _rows(trace, lm, row), len(str(len(trace) - 1))
-    lines = [f'<div><span class="lk-n">{s:>{w}} </span>{_spans(a, s, trace.mask_id, False)}</div>'
-             for s in range(len(trace))]
-    return Html(f'{_CSS}<div class="lk-grid" style="white-space:pre">{"".join(lines)}</div>')
-
-
-def commit_grid(trace, lm: Denoiser, columns: int, row: int = 0, cells: int | None = None, ax=None,
-                title: str | None = None):
-    """Matplotlib figure: the first `cells` answer positions (default all) laid out `columns` wide
-    (a Sudoku's 6 × 6), each coloured by the step it was committed at and labelled with its final
-    token: the order a puzzle was solved in."""
-    import matplotlib as mpl
-    check_trace(trace, row)
-    if not isinstance(columns, int) or columns < 1:
-        raise ValueError(f"columns must be a positive integer, got {columns!r}")
-    steps = _commit_step(trace, row)[0]                           # (N,)
-    n = len(steps) if cells is None else cells
-    if not 1 <= n <= len(steps) or n % columns:
-        raise ValueError(f"cells must be a multiple of columns ({columns}) in [1, {len(steps)}], got {n}")
-    z = steps[:n].reshape(-1, columns)
-    labels = np.asarray(_strings(lm, trace.final[row, trace.prompt_len:trace.prompt_len + n].tolist())).reshape(z.shape)
-    fig = png_figure()(figsize=(0.5 * columns + 1.5, 0.5 * z.shape[0] + 0.6), layout="constrained") if ax is None \
-        else ax.figure
-    ax = ax or fig.add_subplot()
-    im = ax.imshow(z, cmap=mpl.colormaps["viridis"], vmin=0, vmax=max(1, len(trace) - 1))
-    for (i, j), text in np.ndenumerate(labels):
-        ax.text(j, i, text, ha="center", va="center", color="white" if z[i, j] < len(trace) / 2 else "black")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title(title or "committed at step (colour) · final token")
-    fig.colorbar(im, ax=ax, shrink=0.8)
-    return fig
-
-
-def canvas_grid(trace, lm: Denoiser, columns: int, step: int | None = None, row: int = 0) -> str:
-    """HTML: the answer canvas after `step` laid out `columns` wide (a puzzle's grid): masks ▢,
-    tokens committed at that step bold, earlier ones plain; the panel shows it for a Sudoku."""
-    check_trace(trace, row)
-    step = len(trace) - 1 if step is None else step
-    rec = trace[step]
-    toks = rec.tokens[row, trace.prompt_len:].tolist()
-    new = rec.committed[row, trace.prompt_len:].tolist()
-    cells = []
-    for t, fresh in zip(toks, new):
-        text = "▢" if t == trace.mask_id else html.escape(_strings(lm, [t])[0])
-        cells.append(("<b style='color:#c2410c'>{}</b>" if fresh else "{}").format(text))
-    rows = ["<tr>" + "".join(f"<td style='width:1.6em;text-align:center;border:1px solid #ccc'>{c}</td>"
-                             for c in cells[r:r + columns]) + "</tr>" for r in range(0, len(cells), columns)]
-    return Html(f"<table style='font-family:monospace;border-collapse:collapse'>{''.join(rows)}</table>")
-
-
-def stats_table(stats: dict) -> str:
-    """A small two-column HTML table of a dict (e.g. Output.stats or Trace.meta)."""
-    def fmt(v):
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
-    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(fmt(v))}</td></tr>"
-                   for k, v in stats.items())
-    return Html(f'{_CSS}<table class="lk-stats">{rows}</table>')
 
 
 # --- continuous diffusion (labkit.continuous) ------------------------------------------------
@@ -462,3 +270,9 @@ def __getattr__(name: str):
     if name in _MOVED:
         return getattr(importlib.import_module(f".{_MOVED[name]}", __package__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["CONTINUOUS_VALUES", "EARLIER", "EDITED", "KINDS", "MASK_GLYPH", "MASKED", "NEW", "PINNED", "STATE_COLORS",
+           "STATE_NAMES", "Html", "canvas_grid", "check_trace", "commit_grid", "continuous_heatmap", "has_edits",
+           "heatmap", "heatmap_matplotlib", "notebook_mode", "png_figure", "stats_table", "step_slider", "token_grid",
+           "token_grid_steps"]

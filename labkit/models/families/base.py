@@ -67,8 +67,9 @@ class Family:
         return next((int(config[k]) for k in self.context_keys if config.get(k) is not None), None)
 
     def forward(self, net: torch.nn.Module, x: Tensor, attention_mask: Tensor | None) -> Tensor:
-        """x (B, L) long, attention_mask (B, L) {0 pad, 1 token} or None → logits (B, L, V), with
-        position i's logits predicting token i whatever the batch's padding."""
+        """x (B, L) long, attention_mask (B, L) {0 pad, 1 token} or None → logits (B, L, V), the same
+        for a row whatever the batch's padding: position i's logits predict token i for a masked
+        family, token i + 1 (the next one) for a causal family (`kind == "causal"`)."""
         out = net(input_ids=x, attention_mask=attention_mask, **self.positions(x, attention_mask))
         return out.logits if hasattr(out, "logits") else out[0]
 

@@ -1,10 +1,15 @@
 """Any transformers masked LM (BERT, RoBERTa, ModernBERT, ...) as a one-step-at-a-time denoiser,
 and any transformers causal LM (GPT-2, Llama, Qwen2, ...) as the autoregressive baseline. The
-class is the one transformers maps the config's model_type to, so the LM head is always there."""
+class is the one transformers maps the config's model_type to, so the LM head is always there.
+A left-padded row gets the position ids it has alone: counted from 0 on its first real token, or,
+for a network that keeps a position for padding (RoBERTa and its kin), from that position + 1."""
 from __future__ import annotations
 
 import functools
 import inspect
+
+import torch
+from torch import Tensor
 
 from .base import Family, FamilyError, transformers_placement
 
@@ -35,7 +40,10 @@ class _Transformers(Family):
         return (net if placed else net.to(device)).eval()
 
     def forward(self, net, x, attention_mask):
-        extra = self.positions(x, attention_mask) if _takes_positions(type(net)) else {}
+        extra = {}
+        if _takes_positions(type(net)):
+            pad = _padding_position(net)
+            extra = self.positions(x, attention_mask) if pad is None else _positions_after(pad, x, attention_mask)
         out = net(input_ids=x, attention_mask=attention_mask, **extra)
         return out.logits
 
@@ -43,6 +51,23 @@ class _Transformers(Family):
 @functools.cache
 def _takes_positions(cls) -> bool:
     return "position_ids" in inspect.signature(cls.forward).parameters
+
+
+def _padding_position(net) -> int | None:
+    """The position id a RoBERTa-style network keeps for padding (its position table's padding_idx;
+    RoBERTa, XLM-R, CamemBERT, MPNet, ... count real tokens from padding_idx + 1), or None for a
+    network whose positions start at 0 (BERT, ModernBERT, ...)."""
+    embeddings = getattr(getattr(net, "base_model", net), "embeddings", None)
+    table = getattr(embeddings, "position_embeddings", None)
+    return table.padding_idx if isinstance(table, torch.nn.Embedding) else None
+
+
+def _positions_after(pad: int, x: Tensor, attention_mask: Tensor | None) -> dict:
+    """Position ids as such a network counts them, from each row's first real token: pad + 1,
+    pad + 2, ... (`pad` on the padding). Given without padding too, so a row decodes the same alone
+    and in a left-padded batch, and a pad id written into the canvas shifts nothing after it."""
+    real = torch.ones_like(x) if attention_mask is None else attention_mask.long()
+    return {"position_ids": torch.where(real.bool(), real.cumsum(-1) + pad, pad)}
 
 
 class MaskedLM(_Transformers):
