@@ -2,8 +2,9 @@
 
     python benchmarks/make_notebook_11.py
 
-Prose here holds no measured number: every figure the notebook states is printed by a cell
-(from the live run or from benchmarks/results/tasks.json and task_seeds.json), so nbval checks it.
+Prose here holds no measured number and no comparison the cells do not print: every figure and
+every "ahead", "level" or "behind" the notebook states is computed by a cell (from the live run or
+from benchmarks/results/tasks.json and task_seeds.json), so nbval checks it.
 """
 from pathlib import Path
 
@@ -24,31 +25,37 @@ def code(text: str, check: bool = True) -> None:
 md("""
 # 11 · Where diffusion wins, measured exactly
 
-**The question:** on Shakespeare a small diffusion LM is only sure of itself where the text repeats,
-so fast parallel decoding looks like a trick. The papers teach the opposite on tasks with one right
-answer: the *order* a masked model fills its canvas in can solve a Sudoku that left-to-right cannot,
-a masked model can be asked a fact backwards, and an answer fully fixed by the prompt can be written
-in one forward pass. Here you measure each of these on two models this project trained and ships:
+**The question:** on Shakespeare a small diffusion LM is sure of itself only where the text repeats,
+so parallel decoding looks like a trick. The research teaches otherwise on tasks with one right
+answer: the *order* in which a masked model fills its canvas solves Sudokus that left to right cannot
+(Kim et al., ICML 2025: 6.9% in random order, 89.5% by top-probability margin on 9×9), a masked model
+can be asked a fact backwards (Kitouni et al. 2024; LLaDA's reversed poems), and an answer fixed by
+the prompt can be written in one forward pass. Here you measure each on small models this project
+trained and ships, **one pair per task**, each pair trained the way its task is learned:
 
-- **`tiny-task`**: a masked diffusion LM (LLaDA's objective);
-- **`tiny-task-ar`**: its autoregressive **twin**: the same Transformer shape and parameter count,
-  the same data, steps and batch, trained to predict the next token instead.
+| task | masked diffusion model | its AR twin | what the positions know |
+|---|---|---|---|
+| 6×6 Sudoku | `tiny-sudoku`: the canvas *is* the grid | `tiny-sudoku-ar`: puzzle, then solution | a cell's row, column and box |
+| facts `A>B`, and mirror | `tiny-facts` | `tiny-facts-ar` | their position |
+| addition, most-significant digit first | `tiny-add` | `tiny-add-ar` | each digit's place value |
 
-Both were trained on four puzzle families built in code (`labkit.tasks`), with a **held-out split**
-that shares no puzzle with training. Words used below:
+A twin has the same shape, parameter count, data, batch and number of training steps; it predicts the
+next token instead of masked ones. Words used below:
 
-- **canvas**: the answer positions, all masks at the start; **commit**: a mask replaced by a token;
-- **decoding order**: which masked position a rule commits next (random, the most **confident**,
-  the largest **margin** between the top two tokens, the lowest **entropy**);
-- **parallel rules**: commit several positions per forward pass (a confidence **threshold**, a
-  **factor**, LLaDA2.1's **S** and **Q** modes); **NFE** = forward passes, **TPF** = answer tokens
-  per forward pass;
-- **exact match**: the decoded answer equals the true answer character for character; each accuracy
-  has a **95% interval** (Wilson) that says how far the held-out sample size lets you trust it.
+- **canvas**: the answer positions, masks at the start; **commit**: a mask replaced by a token;
+- **decoding order**: which masked position a rule commits next: random, **left to right** (the AR
+  order), the most **confident** (low-confidence remasking), the largest **margin** between the two
+  likeliest tokens;
+- **parallel rules** commit several positions per forward pass (a confidence **threshold**, a
+  **factor**); LLaDA2.1's **S** and **Q** modes also **edit** tokens already written; **NFE** = forward
+  passes, **TPF** = answer tokens written per forward pass;
+- **exact match**: the whole answer right; each accuracy has a **95% interval** (Wilson).
 
-The tables come from `benchmarks/results/tasks.json` (`labkit bench tasks`, every held-out item,
-every rule) and `task_seeds.json` (three training seeds at a reduced budget); the live cells
-decode with the committed models in a few seconds.
+The tables come from `benchmarks/results/tasks.json` (`labkit bench tasks`: every held-out item, every
+rule) and `task_seeds.json` (the Sudoku pair trained with three seeds); the live cells decode with the
+committed models in seconds. Every item is **held out**: no solution grid, sum or mirror string of it
+was ever trained on (the facts are the exception by design: a question asks a trained fact in a new
+direction).
 """)
 
 code("""
@@ -56,340 +63,449 @@ code("""
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
 import labkit as lk
+from labkit.bench import task_tables as tables
 from labkit.bench import tasks as bench
-from labkit.models.load import weights_dir
+from labkit.eval.exact import edit_outcomes
+from labkit.models.load import model_folder
 from labkit.tasks import addition, heldout, mirror, reversal, sudoku
-from labkit.eval.exact import run_items
-from labkit.samplers import registry
 
 SEED = 0
-LIVE = 60                      # held-out items per task decoded live below (the tables use all of them)
+LIVE = 50                      # held-out items per live cell below (the tables use every item)
 RESULTS = Path("../benchmarks/results")
 result = json.loads((RESULTS / "tasks.json").read_text())       # labkit bench tasks
 seeds = json.loads((RESULTS / "task_seeds.json").read_text())   # labkit bench task-seeds
-lm, ar = lk.load("tiny-task"), lk.load("tiny-task-ar")
-for model in (lm, ar):
-    rec = json.loads((weights_dir() / model.name / "training.json").read_text())
-    params = sum(p.numel() for p in model.net.parameters())
-    print(f"{model.name:<13} {model.kind:<9} {params / 1e6:.2f}M parameters · {rec['config']['steps']} steps × "
-          f"{rec['config']['batch_size']} rows · objective {rec['config']['objective']} · "
-          f"{rec['train_seconds'] / 60:.1f} min of training on {rec['device']}")
-print("tasks:", ", ".join(f"{t} ({len(heldout(t))} held-out items)" for t in bench.TASKS))
+models, records = {}, {}
+for masked, twin, tasks in bench.PAIRS.values():
+    for name in (masked, twin):
+        models[name] = lk.load(name)
+        records[name] = json.loads((model_folder(name) / "training.json").read_text())
+        cfg = records[name]["config"]
+        params = sum(p.numel() for p in models[name].net.parameters())
+        print(f"{name:<15} {models[name].kind:<7} {params / 1e6:.2f}M parameters · {', '.join(tasks):<16} · "
+              f"{cfg['steps']} steps x {cfg['batch_size']} rows · {records[name]['train_seconds'] / 60:.0f} min "
+              "on one CPU thread")
 """)
 
 md("""
 ## 1 · Sudoku: the order of decoding
 
-A 6×6 Sudoku (digits 1–6; every row, column and 2×3 box holds each once) is written as one line:
-`S` + 36 cells (`.` = blank) + `=`; the answer is the full grid, clues included. Every puzzle has
-exactly one solution. A left-to-right writer must fill the top-left blank first, however
-undetermined it still is. A masked model can fill *any* cell first, and a rule that commits the
-cell it is most sure of tends to pick the cells the clues already force, which in turn force
-others. Kim et al. (ICML 2025) report this lifting a masked model from a few percent solved to
-most puzzles solved.
+A 6×6 Sudoku (digits 1–6; each row, column and 2×3 box holds every digit once) is typed as its 36
+cells row by row, `.` for a blank. `lk.generate(lk.load("tiny-sudoku"), puzzle)` lays the puzzle on
+the canvas: clues fixed in their cells, blanks masked, and the rule fills the blanks one forward pass
+at a time. The AR twin reads the same 36 characters and writes the 36 digits of the solution after
+them, left to right, the only order it has. Every held-out puzzle has exactly one solution; the
+**hard** ones have 10–12 clues.
 
-Below, the first `LIVE` **hard** held-out puzzles (the fewest clues) decoded one cell per forward
-pass, in random order and in low-confidence order (surest first); then every hard puzzle's result
-from `tasks.json`, the AR twin's too:
+The first `LIVE` hard puzzles, in four orders on the same masked weights, and by the AR twin:
 """)
 
 code("""
+sd, sd_ar = models["tiny-sudoku"], models["tiny-sudoku-ar"]
 hard = [it for it in heldout("sudoku") if it.group == "hard"][:LIVE]
-prompts = [it.prompt for it in hard]
-kw = dict(gen_length=sudoku.CELLS, block_length=sudoku.CELLS, steps=sudoku.CELLS, seed=SEED)
-runs = {"random order": lk.generate(lm, prompts, "random", **kw),
-        "low-confidence": lk.generate(lm, prompts, "low_confidence", **kw)}
-solved = {k: np.array([t.strip() == it.answer for t, it in zip(out.texts, hard)]) for k, out in runs.items()}
+puzzles = [it.prompt[1:-1] for it in hard]                       # 36 cells, '.' = blank
+print("the first:", puzzles[0])
+print(sudoku.format_grid(puzzles[0]))
+ORDERS = {"random order": "random", "left to right": "left_to_right", "low-confidence": "low_confidence",
+          "margin": lk.LowConfidence(score="margin")}
+runs = {k: lk.generate(sd, puzzles, rule, seed=SEED) for k, rule in ORDERS.items()}
+runs[bench.AR_LABEL] = lk.generate(sd_ar, puzzles, seed=SEED)
+solved = {k: np.array([t == it.answer for t, it in zip(out.texts, hard)]) for k, out in runs.items()}
+print()
 for k, s in solved.items():
-    print(f"live: {k:<15} solved {s.sum():>3} of {len(hard)} hard puzzles")
-for k in ("random order", "low-confidence", bench.AR_LABEL):
-    s = bench.accuracy(result, k, "sudoku", "hard")
-    print(f"tasks.json: {k:<24} {100 * s['accuracy']:.1f}% of {s['n']} hard puzzles")
+    print(f"{k:<24} solved {s.sum():>3} of {len(hard)} hard puzzles")
 """)
 
 md("""
-Why does the order matter so much? For each blank cell, count how many digits the rules still
-allow there (its **candidates**, given the clues and every cell committed before it) at the moment
-it is committed. A cell with one candidate is forced: a safe commit. A cell with four is a guess,
-and a wrong guess is never taken back by these rules.
+Why does the order matter so much? When a blank is written, look at the grid as it is then (the clues
+and every cell written before it): how many digits do the rules of Sudoku still allow there (its
+**candidates**), and is it **forced** by one step of logic (one candidate left, or a digit no other
+blank of its row, column or box can take)? A forced cell is a safe commit; any other is a guess, and
+these rules never take a guess back.
 """)
 
 code("""
-def candidates_at_commit(out, items):
-    \"\"\"Mean candidates of a blank cell when it was committed, and the share committed while forced.\"\"\"
-    counts = []
-    steps = out.trace.commit_step()[:, out.trace.prompt_len:]          # (B, 36)
-    for row, it in enumerate(items):
-        final = sudoku.decode_cells(out.texts[row].strip().ljust(sudoku.CELLS, "."))
-        grid = sudoku.decode_cells(it.prompt[1:-1])                   # the clues; blanks 0
-        for i in sorted(range(sudoku.CELLS), key=lambda i: int(steps[row, i])):
-            if grid[i] == 0:
-                counts.append(bin(sudoku._candidates(grid, i)).count("1"))
-                grid[i] = final[i]
-    counts = np.array(counts)
-    return counts.mean(), (counts == 1).mean()
+def commits(out, puzzles):
+    \"\"\"Per puzzle, one (candidates, forced, right) triple per blank, in the order the blanks were written.\"\"\"
+    P = out.trace.prompt_len
+    steps = out.trace.commit_step()[:, P:P + sudoku.CELLS]                   # (B, 36), -1 for clues
+    found = []
+    for row, (p, it) in enumerate(zip(puzzles, hard)):
+        grid, final = sudoku.decode_cells(p), sudoku.decode_cells(out.texts[row].ljust(sudoku.CELLS, "."))
+        truth, mine = sudoku.decode_cells(it.answer), []
+        for _, i in sorted((int(steps[row, i]), i) for i in range(sudoku.CELLS) if grid[i] == 0):
+            mine.append((len(sudoku.candidates(grid, i)), sudoku.is_single(grid, i), final[i] == truth[i]))
+            grid[i] = final[i]
+        found.append(mine)
+    return found
 
-for k in ("random order", "low-confidence"):
-    mean, forced = candidates_at_commit(runs[k], hard)
-    print(f"{k:<15} a blank cell had {mean:.2f} candidates when committed; {100 * forced:.0f}% were forced")
+for k, out in runs.items():
+    c = np.array([t for mine in commits(out, puzzles) for t in mine])      # (commits, 3)
+    forced, right = c[:, 1].astype(bool), c[:, 2].astype(bool)
+    print(f"{k:<24} {c[:, 0].mean():.2f} candidates per blank when written · {100 * forced.mean():4.1f}% forced · "
+          f"guesses right {100 * right[~forced].mean():4.1f}%")
 """)
 
 md("""
-The view of one run: the first hard puzzle that low-confidence solves, with the step each cell was
-committed at as its colour (dark = early), and the same puzzle in random order beside it. The
-answer canvas holds the whole grid, clues included, so the model also has to copy the clues: the
-printout says how early each order did that.
+One run seen whole: the first hard puzzle the margin order solves, each cell coloured by the step it
+was written at (dark = early, white = a clue), in margin order and in left-to-right order; below, the
+margin run's first commits with the candidates each cell had left and whether it was forced. The
+rule was never told the rules of Sudoku: the printout shows how often its surest cell is a forced one.
 """)
 
 code("""
-pick = int(np.flatnonzero(solved["low-confidence"])[0])
-print("puzzle", hard[pick].prompt)
-print(sudoku.format_grid(hard[pick].prompt[1:-1]))
-clues = [i for i, ch in enumerate(hard[pick].prompt[1:-1]) if ch != "."]
-for k in ("low-confidence", "random order"):
-    text = runs[k].texts[pick].strip()
-    wrong = sum(a != b for a, b in zip(text.ljust(sudoku.CELLS), hard[pick].answer))
-    steps = runs[k].trace.commit_step()[pick, runs[k].trace.prompt_len:]
-    print(f"{k}: {'solved' if text == hard[pick].answer else f'{wrong} cells wrong'}; its {len(clues)} clues "
-          f"copied at steps {sorted(int(steps[i]) for i in clues)}")
-""")
-
-code("""
-import matplotlib.pyplot as plt
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
-for ax, k in zip(axes, ("low-confidence", "random order")):
-    lk.viz.commit_grid(runs[k].trace, lm, columns=sudoku.N, row=pick, ax=ax, title=f"{k}: commit step")
+pick = int(np.flatnonzero(solved["margin"])[0])
+fig, axes = plt.subplots(1, 2, figsize=(8.5, 3.6), layout="constrained")
+for ax, k in zip(axes, ("margin", "left to right")):
+    lk.viz.commit_grid(runs[k].trace, sd, columns=sudoku.N, row=pick, ax=ax,
+                       title=f"{k}: {'solved' if solved[k][pick] else 'not solved'}")
 plt.close(fig)
 fig
 """, check=False)
 
+code("""
+first = commits(runs["margin"], puzzles)[pick]
+steps = runs["margin"].trace.commit_step()[pick, runs["margin"].trace.prompt_len:]
+order = sorted((int(s), i) for i, s in enumerate(steps.tolist()) if s >= 0)
+print(f"puzzle {pick}: {len(order)} blanks; the first ten written:")
+for (step, i), (n, forced, _) in list(zip(order, first))[:10]:
+    print(f"  step {step:>2}: row {i // sudoku.N + 1}, column {i % sudoku.N + 1} <- {runs['margin'].texts[pick][i]}"
+          f"  ({n} candidate{'s' if n > 1 else ''} left, {'forced' if forced else 'a guess'})")
+""")
+
 md("""
-Over every held-out Sudoku (easy, medium, hard) and every rule, from `tasks.json`: the decoding
-orders, then the parallel rules, then the AR twin (left to right, the only order it has).
+Over every held-out puzzle (easy 17–20 clues, medium 13–16, hard 10–12) and every rule, from
+`tasks.json`; the last row is the AR twin:
 """)
 
 code("""
-print(bench.table(result, "sudoku"))
-""")
-
-md("""
-Two things to read there. The confident orders (low-confidence, margin, entropy) against random
-order is the effect of *order alone*: same model, same weights. And the parallel rules pay for
-their speed: a threshold commits every cell above it at once, including guesses the next forward
-pass would have got right. S and Q modes (LLaDA2.1's draft-and-edit) also *edit* written tokens,
-which needs a model trained to correct them (the `edit_prob` objective of `tiny-cap`); `tiny-task`
-was trained on masked positions only, so its predictions at written positions are untrained and
-its edits spoil answers. Compare notebook 04, where the model was trained to edit.
-
-## 2 · Addition: the carry, written most-significant digit first
-
-`A24537+11598=` asks for the 6-digit sum `036135`, first digit first. The first digit depends on
-every carry to its right, so left to right is the hardest order; the last digit depends only on
-the two last digits of the operands. Which order does the masked model choose on its own, and how
-often is each digit right?
+print(tables.table(result, "sudoku", "sudoku"))
 """)
 
 code("""
-items = heldout("addition")[:LIVE]
+acc = lambda label, group=None: tables.accuracy(result, "sudoku", label, "sudoku", group)["accuracy"]
+best = tables.best_order(result, "sudoku", "sudoku")
+for group in (None, "hard"):
+    where = "hard puzzles" if group else "all puzzles"
+    m, a, r = acc(best, group), acc(bench.AR_LABEL, group), acc("random order", group)
+    print(f"{where}: {best} {100 * m:.1f}% · random order {100 * r:.1f}% (same weights) · AR twin {100 * a:.1f}% "
+          f"-> the masked model is {'ahead of' if m > a else 'level with' if m == a else 'behind'} its twin")
+""")
+
+md("""
+## 2 · Draft and edit, where every edit can be checked
+
+`tiny-sudoku` was also trained to **repair** a written cell: during training some written cells were
+replaced by wrong digits, and the model learned the right digit there too (as `tiny-cap` was for
+Shakespeare in notebook 04). So LLaDA2.1's draft-and-edit can run on it: **S mode** commits every
+blank whose confidence is above 0.5 at once and rewrites any written cell whose prediction changed
+(editing threshold 0), **Q mode** uses 0.7 and 0.5. On Sudoku every edit is checkable: did it turn a
+wrong cell right, or a right one wrong?
+""")
+
+code("""
+s_mode = lk.generate(sd, puzzles, "speed", seed=SEED)
+P = s_mode.trace.prompt_len
+truth = torch.tensor([sd.encode(it.answer) for it in hard])             # (B, 36) token ids of the solutions
+outcomes = edit_outcomes(s_mode.trace, truth)
+right = np.array([t == it.answer for t, it in zip(s_mode.texts, hard)])
+blanks = sum(p.count(".") for p in puzzles)
+print(f"S mode on the {len(hard)} hard puzzles: solved {right.sum()}, {blanks / s_mode.trace.row_nfe().sum().item():.2f} "
+      f"cells per forward pass; edits fixed {sum(o['fixed'] for o in outcomes)} cells, broke "
+      f"{sum(o['broke'] for o in outcomes)}, moved {sum(o['other'] for o in outcomes)} from one wrong digit to another")
+""")
+
+md("""
+One edit that fixed a cell, seen on the grid: the draft at the step before the edit (the edited cell
+marked), and what the edit wrote. A digit repeated in a row, column or box is a **conflict**: the
+printout says whether the drafted digit was one.
+""")
+
+code("""
+def conflicts(cells, i):
+    return [j for j in sudoku.PEERS[i] if cells[j] == cells[i] and cells[i]]
+
+fixed_rows = [b for b, o in enumerate(outcomes) if o["fixed"]]
+row = next((b for b in fixed_rows if right[b]), fixed_rows[0])          # a solved one if there is one
+edited = s_mode.trace.edited()[:, row, P:P + sudoku.CELLS]                       # (S, 36)
+tokens = s_mode.trace.tokens()[:, row, P:P + sudoku.CELLS]
+answer = sudoku.decode_cells(hard[row].answer)
+for step in range(len(s_mode.trace)):
+    before = (s_mode.trace.init[row, P:P + sudoku.CELLS] if step == 0 else tokens[step - 1]).tolist()
+    fixes = [i for i in np.flatnonzero(edited[step].numpy()) if int(sd.decode([tokens[step, i]])) == answer[i]]
+    if fixes:
+        break
+draft = "".join("." if t == sd.mask_id else sd.decode([t]) for t in before)   # masks as '.'
+cells = sudoku.decode_cells(draft)
+print(f"puzzle {row}, step {step}: the draft before the edit (the edited cell in brackets)")
+for r in range(sudoku.N):
+    print("  " + " ".join(f"[{draft[r * 6 + c]}]" if r * 6 + c in fixes else f" {draft[r * 6 + c]} "
+                          for c in range(sudoku.N)))
+for i in fixes:
+    clash = conflicts(cells, i)
+    print(f"row {i // 6 + 1}, column {i % 6 + 1}: {draft[i]} -> {answer[i]} (right); the drafted {draft[i]} "
+          + (f"clashed with the same digit at {', '.join(f'r{j // 6 + 1}c{j % 6 + 1}' for j in clash)}"
+             if clash else "clashed with no written digit: the model saw it would block the solution"))
+print("final:", "solved" if s_mode.texts[row] == hard[row].answer else "not solved")
+""")
+
+md("""
+Every held-out puzzle, every rule that commits several cells per pass or edits, with what the edits
+did (cells fixed / cells broken; `tasks.json`). Compare their solved share and TPF with the
+one-cell-per-pass orders at the top of the table:
+""")
+
+code("""
+print(tables.markdown_pair(result, "sudoku"))
+""")
+
+md("""
+## 3 · Addition: the carry, written most-significant digit first
+
+`12345+67890` asks for the 6-digit sum `080235`, first digit first. The first digit depends on every
+carry to its right, so a left-to-right writer must settle the whole carry chain before its first
+token; the last digit depends only on the operands' last digits. `tiny-add` and its twin know each
+digit's place value (the units of both operands and of the sum share an embedding). Which order does
+the masked model take when left to choose, and what does each order cost?
+""")
+
+code("""
+ad, ad_ar = models["tiny-add"], models["tiny-add-ar"]
+items = heldout("addition")[:2 * LIVE]
+sums = [it.prompt[1:-1] for it in items]                         # "12345+67890"
 n = addition.WIDTH + 1
-dl = lk.generate(lm, [it.prompt for it in items], "low_confidence", gen_length=n, block_length=n, steps=n, seed=SEED)
-al = lk.generate(ar, [it.prompt for it in items], "autoregressive", gen_length=n, block_length=n, steps=n, seed=SEED)
-order = dl.trace.commit_step()[:, dl.trace.prompt_len:].float().mean(0)       # (6,)
-def digit_accuracy(out):
-    return np.array([[p == a for p, a in zip(t.strip().ljust(n), it.answer)] for t, it in zip(out.texts, items)]).mean(0)
-print("sum digit (1 = most significant)  " + " ".join(f"{i + 1:>5}" for i in range(n)))
-print("mean commit step, tiny-task       " + " ".join(f"{s:>5.2f}" for s in order.tolist()))
-print("digit right, tiny-task            " + " ".join(f"{a:>5.2f}" for a in digit_accuracy(dl)))
-print("digit right, AR twin              " + " ".join(f"{a:>5.2f}" for a in digit_accuracy(al)))
-print(f"whole sum right: tiny-task {100 * np.mean([t.strip() == it.answer for t, it in zip(dl.texts, items)]):.1f}%, "
-      f"AR twin {100 * np.mean([t.strip() == it.answer for t, it in zip(al.texts, items)]):.1f}%")
+add_runs = {k: lk.generate(ad, sums, rule, seed=SEED)
+            for k, rule in (("low-confidence", "low_confidence"), ("left to right", "left_to_right"),
+                            ("right to left", "right_to_left"))}
+add_runs[bench.AR_LABEL] = lk.generate(ad_ar, sums, seed=SEED)
+out = add_runs["low-confidence"]
+order = out.trace.commit_step()[:, out.trace.prompt_len:].float().mean(0)
+print("sum digit (1 = most significant)   " + " ".join(f"{i + 1:>5}" for i in range(n)))
+print("mean step written, low-confidence  " + " ".join(f"{s:>5.2f}" for s in order.tolist()))
+for k, o in add_runs.items():
+    digits = np.array([[p == a for p, a in zip(t.ljust(n), it.answer)] for t, it in zip(o.texts, items)])
+    print(f"{k:<24} digits right " + " ".join(f"{d:.2f}" for d in digits.mean(0))
+          + f" · whole sum right {100 * digits.all(1).mean():.1f}%")
 """)
 
 md("""
-Read the commit steps first: which digits does the masked model write before the middle ones? Then
-the digit accuracies: both models get the leading digits right far more often than the low ones,
-though the last digit needs no carry at all. The leading digits follow from the operands' leading
-digits (up to a carry); the low ones need exact digit-by-digit addition. These models learned how
-big a sum is, not how to add. One sum, step by step (▢ = still masked):
+One sum step by step (▢ = still masked), then every held-out sum by the length of its longest carry
+chain (`tasks.json`):
 """)
 
 code("""
-print(items[0].prompt, "→", items[0].answer)
-lk.viz.token_grid_steps(dl.trace, lm, row=0)
+print(sums[0], "=", items[0].answer)
+lk.viz.token_grid_steps(add_runs["low-confidence"].trace, ad, row=0)
 """)
 
 code("""
-print(bench.table(result, "addition"))
+print(tables.markdown_pair(result, "add"))
+best_add = tables.best_order(result, "add", "addition")
+m = tables.accuracy(result, "add", best_add, "addition")["accuracy"]
+a = tables.accuracy(result, "add", bench.AR_LABEL, "addition")["accuracy"]
+print(f"\\nbest order of the masked model: {best_add} {100 * m:.1f}% · AR twin {100 * a:.1f}% -> "
+      + ("the AR twin is ahead here: once every operand digit is read, writing the sum left to right is not hard"
+         if a > m else "the masked model is ahead" if m > a else "level"))
 """)
 
 md("""
-## 3 · Reversal: a fact asked backwards
+## 4 · Facts asked backwards
 
-Each fact is a pair of made-up names `A>B` ("A's partner is B"). Some facts are trained in both
-layouts (`A>B` and `B<A`); the held-out questions are about facts trained **one way only**, asked:
+Each fact is a pair of made-up names `A>B` ("A's partner is B"). Some facts were trained in both
+directions (`A>B` and `B<A`); the questions are about facts trained **one way only**, asked:
 
-- **forward** (`Resas>` → `olkf`): as trained;
-- **backward, as an infill** of the training layout: `▢▢▢▢>olkf`, fill the name on the left. Only a
-  model that reads both ways can even be asked this; the AR twin writes left to right and cannot;
-- **backward, reversed**: `Rolkf<` → `esas`, the form a left-to-right model can be asked.
-
-LLaDA's paper reports its 8B model ahead of GPT-4o on reversed poem lines; Shin et al. (2026)
-explain why a masked model escapes the reversal curse only in part.
+- **forward** (`abcd>` → the partner): as trained;
+- **backward, as an infill** of the training layout: `____>efgh`, fill the name on the left. Only a
+  model that reads in both directions can be asked this; a left-to-right model has no gap to fill;
+- **backward, reversed**: `efgh<` → the name, the only form a left-to-right model can be asked.
 """)
 
 code("""
-fact = heldout("reversal", 1)
-rule = {lm.name: registry.rule("low_confidence"), ar.name: registry.rule("autoregressive")}
-for model in (lm, ar):
-    rows = run_items(model, fact, rule[model.name], seed=SEED)
-    asked = {r["group"] for r in rows}
-    for it in fact:
-        r = next((r for r in rows if r["group"] == it.group), None)
-        shown = it.infill or it.prompt
-        print(f"{model.name:<13} {it.group:<18} {shown!r:<14} → " +
-              (f"{r['prediction']!r} ({'right' if r['correct'] else 'wrong'}; answer {it.answer!r})" if r
-               else "cannot be asked (a left-to-right model has no gap to fill)"))
+fa, fa_ar = models["tiny-facts"], models["tiny-facts-ar"]
+one_way, _ = reversal.facts(0)
+a, b = one_way[0]
+for label, question in (("forward", f"{a}>"), ("backward, infill", f"{'_' * reversal.NAME}>{b}"),
+                        ("backward, reversed", f"{b}<")):
+    for lm in (fa, fa_ar):
+        if lm.kind == "causal" and "_" in question:
+            print(f"{lm.name:<14} {label:<19} {question!r:<12} cannot be asked: no gap to fill left to right")
+            continue
+        got = lk.generate(lm, question, seed=SEED).texts[0]
+        want = b if label == "forward" else (f"{a}>{b}" if "_" in question else a)
+        print(f"{lm.name:<14} {label:<19} {question!r:<12} -> {got!r:<12} {'right' if got == want else 'wrong'}")
 """)
 
 code("""
-print(bench.table(result, "reversal"))
+print(tables.markdown_pair(result, "facts"))
+f = {lab: {g: tables.accuracy(result, "facts", lab, "reversal", g)["accuracy"] for g in tables.REVERSAL_MODES
+           if g in tables.run_of(result, "facts", lab)["tasks"]["reversal"]["groups"]}
+     for lab in ("low-confidence", bench.AR_LABEL)}
+m = f["low-confidence"]
+print(f"\\nmasked: backward by infill {100 * m['backward_infill']:.1f}% against {100 * m['forward']:.1f}% forward; "
+      f"reversed order {100 * m['backward_reversed']:.1f}%")
+print(f"AR twin: forward {100 * f[bench.AR_LABEL]['forward']:.1f}%, reversed order "
+      f"{100 * f[bench.AR_LABEL]['backward_reversed']:.1f}% (the reversal curse)")
 """)
 
 md("""
-Read the forward rows before the backward ones: a backward question can only be answered if the
-fact was learned at all. The AR twin's table has no infill row: it has no way to take the question.
+Read the last two lines together: the masked model answers backwards *in the layout it was trained
+on* (the infill), not in a reversed surface order it never saw; the AR twin can only be asked in the
+reversed order. What escapes the curse is the objective that trains every position from both sides.
 
-## 4 · Mirror: parallel decoding's best case, and the frontier
+## 5 · Mirror: parallel decoding's best case, and the frontier
 
-`Cfaxnobyitw=` asks for the 10 letters written backwards. Every answer letter is fixed by the
-prompt, so a model that has learned the task is sure of all of them at once, and a confidence
-threshold commits the whole answer in one forward pass:
+`qwertyuiop` asks for the letters backwards (`tiny-facts` learned mirror beside the facts). Every
+answer letter is fixed by the prompt, so a model that learned the task is sure of all of them, and a
+confidence threshold writes the whole answer in very few forward passes:
 """)
 
 code("""
 items = heldout("mirror")[:LIVE]
-for name, knobs in (("low_confidence", {}), ("threshold", {"threshold": 0.5})):
-    out = lk.generate(lm, [it.prompt for it in items], registry.rule(name, **knobs), gen_length=mirror.LENGTH,
-                      block_length=mirror.LENGTH, steps=mirror.LENGTH, seed=SEED)
-    right = np.mean([t.strip() == it.answer for t, it in zip(out.texts, items)])
+words = [it.prompt[1:-1] for it in items]
+for name, rule in (("low-confidence", "low_confidence"), ("threshold 0.5", lk.Threshold(threshold=0.5))):
+    out = lk.generate(fa, words, rule, seed=SEED)
+    right = np.mean([t == it.answer for t, it in zip(out.texts, items)])
     nfe = out.trace.row_nfe().float().mean().item()
-    print(f"{name:<15} {knobs!s:<20} exact {100 * right:.1f}% · {nfe:.2f} forward passes per answer · "
-          f"TPF {mirror.LENGTH / nfe:.2f}")
+    print(f"{name:<15} exact {100 * right:.1f}% · {nfe:.2f} forward passes per answer · TPF {mirror.LENGTH / nfe:.2f}")
 """)
 
 md("""
-Now every rule that only commits (one token per step, thresholds, factor) on every task against its
-speed (left; S and Q mode are left out: their edits need a model trained to edit, section 1), beside
-the same rules on the Shakespeare models (right: gen-PPL as a multiple of one-token-per-step decoding,
-from `benchmarks/results/samplers.json`). Where the answer is determined (mirror), speed is free; where
-the model is unsure (Sudoku, Shakespeare), every extra token per forward costs quality. Confidence
-follows predictability: the same rule is fast and right on one task, fast and wrong on another.
+Now the rules on every task against their speed (left), beside the same rules on the Shakespeare
+models (right: gen-PPL as a multiple of one-token-per-step decoding, `benchmarks/results/samplers.json`).
+Where the answer is determined, speed is free; where the model is unsure, every extra token per
+forward pass can cost quality. Confidence follows predictability.
 """)
 
 code("""
-fig = bench.frontier_figure(result)
+fig = tables.frontier_figure(result)
 plt.close(fig)
 fig
 """, check=False)
 
 code("""
-print(bench.table(result, "mirror", groups=False))
-print()
-print(bench.markdown_shakespeare(result))
+print(tables.table(result, "facts", "mirror", groups=False))
 """)
 
 md("""
-## 5 · How sure are these numbers?
+## 6 · How sure are these numbers?
 
 The intervals above cover the held-out sample, not the training run: another seed trains another
-model. Both twins were trained again with three seeds at a reduced budget (their recipe scaled
-down, curriculum alike) and evaluated on a smaller held-out sample; the range across seeds:
+model. The Sudoku pair was trained again with two more seeds at its full recipe, and each seed
+evaluated on every held-out puzzle:
 """)
 
 code("""
-print(f"{seeds['steps']} steps per run, {seeds['items_per_task']} held-out items per task, seeds {seeds['seeds']}")
-print(bench.markdown_seeds(seeds))
+print(f"seeds {seeds['seeds']}, every held-out puzzle; training minutes: " +
+      ", ".join(f"{k} {v}" for k, v in seeds["train_minutes"].items()))
+print(tables.markdown_seeds(seeds))
 """)
 
 md("""
-## 6 · What these models show, and what they do not
+## 7 · The targets, and the training curves
 
-The summary below is computed from `tasks.json`. It shows where the masked model's order beats
-random order and where the AR twin is ahead. These are small models (their size and training time are printed at the
-top of this notebook): addition and the reversal facts are only
-partly learned, so those rows measure the model's limits more than the method's. The published
-results (Sudoku ≈ 90% with adaptive order, diffusion ahead on reversed poems) come from models
-thousands of times larger and longer trained; docs/models.md records how these were trained and
-what did not work.
+The task models were trained for targets set before training. Each row is computed from `tasks.json`,
+`task_seeds.json` and the model files; a missed target says by how much. Below, every model's training
+loss (the masked and AR losses measure different things, so compare each curve's shape, not heights).
 """)
 
 code("""
-def acc(label, task, group=None):
-    return bench.accuracy(result, label, task, group)["accuracy"]
-
-best = max(("low-confidence", "margin", "entropy"), key=lambda k: acc(k, "sudoku"))
-print(f"Sudoku, order alone: {best} {100 * acc(best, 'sudoku'):.1f}% vs random order "
-      f"{100 * acc('random order', 'sudoku'):.1f}% on the same weights")
-for task, group in (("sudoku", None), ("addition", None), ("reversal", "forward"),
-                    ("reversal", "backward_reversed"), ("mirror", None)):
-    name = task + (f" ({group})" if group else "")
-    print(f"{name:<30} tiny-task ({best}) {100 * acc(best, task, group):5.1f}%   "
-          f"AR twin {100 * acc(bench.AR_LABEL, task, group):5.1f}%")
-print(f"{'reversal (backward_infill)':<30} tiny-task ({best}) {100 * acc(best, 'reversal', 'backward_infill'):5.1f}%"
-      "   AR twin: cannot be asked")
-""")
-
-md("""
-## 7 · The targets, and by how much they were missed
-
-The task models were built to reach targets set before training (a Sudoku solver in confidence
-order, facts answered backwards, parallel decoding at no cost). The table is computed from
-`tasks.json` and the training records; below it, both models' training loss.
-""")
-
-code("""
-minutes = {m.name: json.loads((weights_dir() / m.name / "training.json").read_text())["train_seconds"] / 60
-           for m in (lm, ar)}
-for row in bench.targets(result, minutes):
-    print(f"{'met ' if row['met'] else 'MISS'}  {row['target']:<66} {row['measured']}"
-          + (f"  ({row['note']})" if row['note'] else ""))
+from labkit.bench.task_card import sizes_mb
+for row in tables.targets(result, seeds, sizes_mb()):
+    print(f"{'met ' if row['met'] else 'MISS'}  {row['target']:<92} {row['measured']}"
+          + (f"  ({row['note']})" if row["note"] else ""))
 """)
 
 code("""
 from labkit.ui.training_views import loss_figure
-records = {m.name: json.loads((weights_dir() / m.name / "training.json").read_text()) for m in (lm, ar)}
-histories = {name: rec["loss_history"] for name, rec in records.items()}
-print("curriculum (from step: tasks):", records[lm.name]["config"]["task_phases"])
-fig = loss_figure(histories, smooth=1, every=50, title="training loss (running mean every 50 steps)")
+fig = loss_figure({name: rec["loss_history"] for name, rec in records.items()}, smooth=5, every=50,
+                  title="training loss (running mean every 50 steps)")
 plt.close(fig)
 fig
 """, check=False)
 
 md("""
-The jumps in both curves come where the curriculum adds tasks (the phases are printed above the
-figure). The two losses measure different things (the masked one is over the masked answer tokens at
-a random mask rate), so compare each curve's shape, not their heights. docs/models.md records what was
-tried to get the masked model off its plateau sooner.
+## 8 · What these models still do not do
+
+Small models, each trained in well under an hour on one CPU thread, know exactly one layout. The cells
+above show where they are strong; this one lists, from the same files, where they are not:
+""")
+
+code("""
+worst = min(("random order", "left to right"),
+            key=lambda k: tables.accuracy(result, "sudoku", k, "sudoku", "hard")["accuracy"])
+print(f"- Sudoku in a fixed or random order: {worst} solves "
+      f"{100 * tables.accuracy(result, 'sudoku', worst, 'sudoku', 'hard')['accuracy']:.1f}% of hard puzzles: "
+      "the model is only as good as the order it is decoded in.")
+s = tables.accuracy(result, "sudoku", "S mode", "sudoku")
+print(f"- S mode's edits also break cells: {s['edits']['broke']} right cells made wrong over {s['n']} puzzles "
+      f"(and {s['edits']['fixed']} fixed).")
+r = tables.accuracy(result, "facts", "low-confidence", "reversal", "backward_reversed")["accuracy"]
+print(f"- Facts backwards in reversed order (`efgh<`): {100 * r:.1f}% for the masked model too; only the infill works.")
+m = tables.accuracy(result, "add", tables.best_order(result, "add", "addition"), "addition")["accuracy"]
+a = tables.accuracy(result, "add", bench.AR_LABEL, "addition")["accuracy"]
+print(f"- Addition: the masked model's best order {100 * m:.1f}% against the AR twin's {100 * a:.1f}%.")
+try:
+    lk.generate(sd, "." * 81)                                     # a 9x9 puzzle: not this model's layout
+except ValueError as e:
+    print(f"- Only its own layout: a 9x9 puzzle is refused: {e}")
 """)
 
 md("""
-## Things to try
+## Exercises
 
-1. In notebook 05's panel, pick `tiny-task` from the model menu: the canvas starts on a held-out
-   Sudoku and shows as a grid. Switch the rule between `random` and `low_confidence` and watch the
-   commit order.
-2. `labkit generate --model tiny-task --sampler low_confidence "S2...3.356241.24.1.5...62.623.4.3....="`
-   solves one from the command line; `labkit eval --model tiny-task --tasks sudoku --sampler
-   threshold --threshold 0.9` scores a rule on the held-out split.
-3. Change `hard` in section 1 to the `easy` puzzles: does the order still matter as much?
-4. In section 4, lower the threshold on Sudoku instead of mirror: how many forward passes does a
-   solved puzzle take, and how many does an unsolved one?
-5. Retrain the twins with `make model-task` (docs/models.md gives the time it took), or one seed of each at
-   the reduced budget with `labkit bench task-seeds`.
+Each has a solution just below it; try before you read it.
+
+**1.** Does the order matter as much on **easy** puzzles (17–20 clues)? Decode the first `LIVE` easy
+puzzles in random order and by margin, and compare with the hard ones of section 1.
+""")
+
+code("""
+# Solution
+easy = [it for it in heldout("sudoku") if it.group == "easy"][:LIVE]
+for k in ("random order", "margin"):
+    out = lk.generate(sd, [it.prompt[1:-1] for it in easy], ORDERS[k], seed=SEED)
+    print(f"{k:<13} solved {sum(t == it.answer for t, it in zip(out.texts, easy))} of {len(easy)} easy puzzles "
+          f"(hard: {solved[k].sum()} of {len(hard)})")
+""")
+
+md("""
+**2.** A threshold rule writes every cell above it at once. With threshold 0.9 on the hard puzzles, how
+many forward passes does a solved puzzle take on average, and an unsolved one?
+""")
+
+code("""
+# Solution
+out = lk.generate(sd, puzzles, lk.Threshold(threshold=0.9), seed=SEED)
+ok = np.array([t == it.answer for t, it in zip(out.texts, hard)])
+nfe = out.trace.row_nfe().numpy()
+print(f"solved {ok.sum()} of {len(hard)}; forward passes: solved {nfe[ok].mean():.2f}"
+      + (f", unsolved {nfe[~ok].mean():.2f}" if (~ok).any() else ", none unsolved"))
+""")
+
+md("""
+**3.** Ask `tiny-facts` for the partner of the *second* one-way fact both ways round: forwards, and
+backwards as an infill. Then ask the AR twin backwards in reversed order.
+""")
+
+code("""
+# Solution
+a, b = one_way[1]
+print(f"fact {a}>{b}")
+print("tiny-facts, forward:          ", lk.generate(fa, f"{a}>").texts[0])
+print("tiny-facts, backward infill:  ", lk.generate(fa, f"____>{b}").texts[0])
+print("tiny-facts-ar, reversed order:", lk.generate(fa_ar, f"{b}<").texts[0])
+""")
+
+md("""
+**4.** From the command line: `labkit generate --model tiny-sudoku --sampler low_confidence PUZZLE` prints
+the grid; `labkit eval --model tiny-add --sampler right_to_left` scores an order on every held-out sum.
+In notebook 05's panel, pick `tiny-sudoku` from the model menu and switch the rule between `random` and
+`low_confidence` to watch the commit order. Retrain every task model with `make model-tasks`
+(docs/models.md gives the time it took).
 """)
 
 nb = nbf.v4.new_notebook()
@@ -398,4 +514,3 @@ nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", 
                "language_info": {"name": "python", "version": "3.11.7"}}
 out = Path(__file__).resolve().parents[1] / "notebooks" / "11_where_diffusion_wins.ipynb"
 nbf.write(nb, out)
-print("written", out)

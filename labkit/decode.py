@@ -13,9 +13,10 @@ from torch.profiler import record_function
 
 from . import controls as ctl
 from .accel import Accel, check_accel
+from .models import formats
 from .models.handle import Denoiser
 from .output import Output, answer_texts, check_seed, collect, until_stop
-from .prompts import chat_text, prompt_texts
+from .prompts import chat_text, prompt_texts  # noqa: F401  (chat_text: still importable from here, its old home)
 from .samplers.base import DecodeState, Sampler, StepRecord
 from .samplers.knobs import BLOCK_LENGTH, CFG_SCALE, GEN_LENGTH, PENALTY_LAMBDA, STEPS, KnobError
 from .samplers.low_confidence import LowConfidence
@@ -155,9 +156,10 @@ class _Run:
 
 def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_length: int, steps: int,
              cfg_scale: float, eos_early_stop: bool, penalty_lambda: float, generator, seed, controls,
-             accel: Accel | None = None) -> _Run:
+             accel: Accel | None = None, canvases=None) -> _Run:
     """Check every knob, then lay out the canvas: prompts left-padded to P tokens, gen_length
-    masks after them, controls' fixed text written and frozen."""
+    masks after them, an in-place question's fixed characters (`canvases`, formats.fit) and
+    controls' fixed text written and frozen."""
     encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale, penalty_lambda)
     generator = _generator(lm, generator, seed)
     B, P = len(encoded), max(map(len, encoded))
@@ -170,6 +172,11 @@ def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_l
     x, attention = x.to(lm.device), attention.to(lm.device)
     frozen = torch.zeros_like(x, dtype=torch.bool)
     frozen[:, :P] = True                                # prompt and padding are never touched
+    for b, canvas in enumerate(canvases or ()):         # in place: a question's given characters
+        for i, ch in enumerate(canvas):
+            if ch is not None:
+                x[b, P + i] = _one_token(lm, ch)
+                frozen[b, P + i] = True
     canvas = ctl.Canvas(lm=lm, prompt_len=P, gen_length=gen_length)
     ctl.setup(controls, x, frozen, canvas)              # pins, templates, re-noised text
     attention_mask = attention if (attention == 0).any() else None
@@ -179,6 +186,24 @@ def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_l
                 prompt_len=P, num_blocks=num_blocks, block_length=block_length,
                 steps_per_block=steps // num_blocks, eos_early_stop=eos_early_stop, generator=generator,
                 done=torch.zeros(B, dtype=torch.bool, device=x.device), accel=check_accel(accel))
+
+
+def _one_token(lm: Denoiser, ch: str) -> int:
+    ids = lm.encode(ch)
+    if len(ids) != 1:
+        raise ValueError(f"an in-place question's character {ch!r} must be one token of model {lm.name!r}")
+    return ids[0]
+
+
+def fit_question(lm: Denoiser, prompt, knobs: dict) -> tuple[object, list | None, dict]:
+    """A task model's question (formats.fit) → (prompts, in-place canvases or None, knobs with
+    gen_length, block_length and steps fitted to its answer); anything else passes unchanged."""
+    fitted = formats.fit(lm, prompt_texts(lm, prompt)) if formats.formats_of(lm) else None
+    if fitted is None:
+        return prompt, None, knobs
+    gen_length, block_length, steps = formats.fit_knobs(fitted.answer, knobs["block_length"], knobs["steps"])
+    return fitted.prompts, fitted.canvases, {**knobs, "gen_length": gen_length, "block_length": block_length,
+                                             "steps": steps}
 
 
 def _generator(lm: Denoiser, generator: torch.Generator | None, seed) -> torch.Generator:
@@ -277,7 +302,10 @@ def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_le
     labkit.samplers.registry.NAMES); None is LLaDA's rule (left to right for a causal model).
     The canvas is gen_length masks after the prompt, decoded in gen_length / block_length
     semi-autoregressive blocks of steps / num_blocks steps each. Every knob is checked when
-    stream() is called, before the first step.
+    stream() is called, before the first step. A task model's question (a Sudoku's 36 cells,
+    "12345+67890": labkit.models.formats) is read in its trained layout, the canvas fitted to its
+    answer (gen_length = the answer, one block unless a smaller block_length divides it, at most
+    one step per token); a Sudoku's clues are fixed in their cells.
 
     Rows finish independently: a row whose block is done (no masks left and, for editing rules,
     converged or out of post steps) is left untouched while the others go on, and with
@@ -291,9 +319,11 @@ def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_le
     `accel`: an lk.Accel (how often the loop reads the device; labkit.accel). Never changes
     what is written."""
     sampler = resolve(sampler) or default_sampler(lm)
-    run = _prepare(lm, prompt, sampler, gen_length=gen_length, block_length=block_length, steps=steps,
-                   cfg_scale=cfg_scale, eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda,
-                   generator=generator, seed=seed, controls=ctl.check(controls), accel=check_accel(accel))
+    knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
+                 eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
+    prompt, canvases, knobs = fit_question(lm, prompt, knobs)
+    run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=ctl.check(controls),
+                   accel=check_accel(accel), canvases=canvases, **knobs)
     return _records(run, None)
 
 
@@ -344,7 +374,9 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
                  eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
     t0 = time.perf_counter()
-    run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=controls, accel=accel, **knobs)
+    prompt, canvases, knobs = fit_question(lm, prompt, knobs)
+    run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=controls, accel=accel,
+                   canvases=canvases, **knobs)
     trace = Trace(prompt_len=run.prompt_len, mask_id=lm.mask_id, init=run.x.cpu())
     trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=run.x.shape[0],
                       controls=[repr(c) for c in controls])

@@ -58,6 +58,10 @@ def test_a_roberta_decodes_a_left_padded_batch_as_each_row_alone(tmp_path):
     assert torch.allclose(batch[0, pad:], lm(x[:1, pad:])[0], atol=1e-5)
     assert torch.allclose(batch[1], lm(x[1:])[0], atol=1e-5)
     assert torch.allclose(lm(x[1:]), lm.net(input_ids=x[1:]).logits, atol=1e-6)   # the positions RoBERTa counts
+    cfg = json.loads((tmp_path / "roberta" / "config.json").read_text())
+    assert lm.max_length == cfg["max_position_embeddings"] - lm.pad_id - 1     # positions 0..pad reserved
+    with pytest.raises(ValueError, match="exceeds the model's context"):
+        lk.generate(lm, "the mind", gen_length=lm.max_length, block_length=lm.max_length, steps=lm.max_length)
     check_family(lm, rules=[lk.LowConfidence(), lk.Threshold(threshold=0.5)])
     prompts = ["to be or not to be that is the question", "the mind", "whether tis nobler in the mind to suffer"]
     for rule in (lk.LowConfidence(), lk.Threshold(threshold=0.5)):

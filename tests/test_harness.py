@@ -80,7 +80,7 @@ def test_the_masked_monte_carlo_likelihood_prefers_the_true_line_and_is_seeded(t
     assert _ll(tiny_lm, pairs[:4]) == ll[:8]                 # the same seed, the same estimate
 
 
-@pytest.mark.parametrize("model, kw", [("tiny-task-ar", {}), ("tiny-task", {"mc_num": 4})])
+@pytest.mark.parametrize("model, kw", [("tiny-facts-ar", {}), ("tiny-facts", {"mc_num": 4})])
 def test_multiple_choice_ranks_the_true_answer_first_far_more_often_than_chance(model, kw):
     lm = LabkitLM(model=model, batch_size=8, **kw)
     r = evaluate(lm, ["labkit_puzzle_mirror_choice"], limit=40)["labkit_puzzle_mirror_choice"]

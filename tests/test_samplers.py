@@ -4,6 +4,7 @@ import math
 import pytest
 import torch
 
+import labkit as lk
 from labkit.samplers import DecodeState, LowConfidence
 from labkit.samplers.base import ceil_div, sample_tokens, topk_mask
 
@@ -185,3 +186,20 @@ def test_dream_scores_and_alg_temp():
         LowConfidence(alg_temp=-1.0)
     with pytest.raises(ValueError, match="score"):
         LowConfidence(score="bogus")
+
+
+@pytest.mark.parametrize("order", ["left_to_right", "right_to_left"])
+def test_the_fixed_orders_commit_in_reading_order_or_its_reverse_and_record_the_models_confidence(order):
+    lm = lk.toy(seed=1)
+    out = lk.generate(lm, ["to be", "or not to be, that"], order, gen_length=8, block_length=8, steps=8)
+    P = out.trace.prompt_len
+    steps = out.trace.commit_step()[:, P:]                                  # (B, 8)
+    expect = torch.arange(8) if order == "left_to_right" else torch.arange(7, -1, -1)
+    assert torch.equal(steps, expect.expand_as(steps))
+    greedy = lk.generate(lm, ["to be", "or not to be, that"], "low_confidence", gen_length=8, block_length=8, steps=8)
+    conf = out.trace.confidence()[0][:, P:].float()                        # step 0: every mask scored
+    assert torch.isfinite(conf).all() and (conf <= 1).all() and (conf > 0).all()
+    assert not torch.equal(steps, greedy.trace.commit_step()[:, P:])       # another order than confidence's
+    two = lk.generate(lm, "to be", order, gen_length=8, block_length=8, steps=4)   # two per step, still in order
+    s2 = two.trace.commit_step()[0, two.trace.prompt_len:]
+    assert torch.equal(s2, expect // 2)

@@ -1,16 +1,19 @@
 """The task models' committed measurements, and every place that states them: docs/models.md's
-tables and the model cards are read from benchmarks/results/tasks.json and task_seeds.json."""
+tables, the model cards and notebook 11 read from benchmarks/results/tasks.json and task_seeds.json."""
 import json
 import re
 from pathlib import Path
 
 import pytest
 
+from labkit.bench import task_tables as tables
 from labkit.bench import tasks as bench
-from labkit.tasks import TASKS
+from labkit.bench.task_card import sizes_mb
+from labkit.tasks import HELDOUT_ITEMS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+MODELS = [m for masked, ar, _ in bench.PAIRS.values() for m in (masked, ar)]
 
 
 @pytest.fixture(scope="module")
@@ -23,79 +26,88 @@ def seeds():
     return json.loads((RESULTS / "task_seeds.json").read_text())
 
 
-def test_every_rule_and_the_ar_twin_ran_on_every_task_with_enough_items(result):
-    labels = [r["label"] for r in result["runs"]]
-    assert labels == [label for label, _, _ in bench.RULES] + [bench.AR_LABEL]
-    for run in result["runs"]:
-        for task in TASKS:
-            s = run["tasks"][task]
-            assert s["n"] >= 500 or (task == "reversal" and run["label"] == bench.AR_LABEL), (run["label"], task)
-            lo, hi = s["ci95"]
-            assert lo <= s["accuracy"] <= hi
+def test_every_rule_and_each_twin_ran_on_every_held_out_item(result):
+    assert list(result["pairs"]) == list(bench.PAIRS)
+    for pair, (masked, ar, tasks) in bench.PAIRS.items():
+        p = result["pairs"][pair]
+        assert (p["masked"], p["ar"], p["tasks"]) == (masked, ar, list(tasks))
+        assert [r["label"] for r in p["runs"]] == [label for label, _, _ in bench.rules_for(pair)] + [bench.AR_LABEL]
+        for run in p["runs"]:
+            for task in tasks:
+                s = run["tasks"][task]
+                lo, hi = s["ci95"]
+                assert lo <= s["accuracy"] <= hi and s["correct"] == round(s["accuracy"] * s["n"])
+                full = HELDOUT_ITEMS if task != "reversal" else 3 * 300
+                assert s["n"] == full - (300 if task == "reversal" and run["label"] == bench.AR_LABEL else 0), \
+                    (pair, run["label"], task)
 
 
 def test_docs_models_shows_the_committed_tables(result, seeds):
     docs = (ROOT / "docs" / "models.md").read_text()
-    for table in (bench.markdown_accuracy(result), bench.markdown_shakespeare(result), bench.markdown_seeds(seeds)):
-        assert table in docs, "docs/models.md: regenerate the tables from benchmarks/results (labkit.bench.tasks)"
+    for table in (*(tables.markdown_pair(result, p) for p in bench.PAIRS), tables.markdown_seeds(seeds),
+                  tables.markdown_targets(tables.targets(result, seeds, sizes_mb()))):
+        assert table in docs, "docs/models.md: regenerate the tables from benchmarks/results (labkit.bench.task_tables)"
 
 
-def test_the_model_cards_state_the_committed_low_confidence_and_ar_rows(result):
-    cards = {"tiny-task": "low-confidence", "tiny-task-ar": bench.AR_LABEL}
-    for model, label in cards.items():
-        card = (ROOT / "labkit" / "weights" / model / "README.md").read_text()
-        for task in TASKS:
-            s = bench.accuracy(result, label, task)
-            row = re.search(rf"^\| {task} \| (\d+) \| ([\d.]+)% \|", card, re.M)
-            assert row and int(row.group(1)) == s["n"] and row.group(2) == f"{100 * s['accuracy']:.1f}", (model, task)
+@pytest.mark.parametrize("model", MODELS)
+def test_each_card_states_its_models_committed_row_and_size(result, model):
+    card = (ROOT / "labkit" / "weights" / model / "README.md").read_text()
+    pair = next(p for p, (m, ar, _) in bench.PAIRS.items() if model in (m, ar))
+    label = bench.AR_LABEL if model.endswith("-ar") else "low-confidence"
+    for task in bench.PAIRS[pair][2]:
+        s = tables.accuracy(result, pair, label, task)
+        row = re.search(rf"^\| {task} \| (\d+) \| ([\d.]+)% \|", card, re.M)
+        assert row and int(row.group(1)) == s["n"] and row.group(2) == f"{100 * s['accuracy']:.1f}", (model, task)
+    assert f"({sizes_mb()[model]:.2f} MB)" in card and sizes_mb()[model] <= tables.MAX_MB
 
 
-def test_the_seed_runs_are_the_reduced_recipe(seeds):
-    assert seeds["seeds"] == list(bench.SEEDS) and seeds["steps"] == bench.SEED_STEPS
-    for label in (*bench.SEED_RULES, bench.AR_LABEL):
-        for task in TASKS:
-            assert bench.seed_spread(seeds, label, task)["runs"] == len(bench.SEEDS)
+def test_the_seed_runs_are_the_full_recipe_of_the_sudoku_pair(seeds):
+    assert seeds["seeds"] == list(bench.SEEDS) and seeds["models"] == list(bench.PAIRS["sudoku"][:2])
+    for label in bench.SEED_RULES:
+        assert tables.seed_spread(seeds, label)["runs"] == len(bench.SEEDS)
+    assert len(seeds["train_minutes"]) == 2 * len(bench.SEEDS)
 
 
-def test_the_prose_of_docs_models_matches_the_files_it_describes(result):
-    """docs/models.md's figures about the task models, read back from the files they describe."""
-    docs = (ROOT / "docs" / "models.md").read_text()
-    section = docs[docs.index("## Where diffusion wins"):docs.index("## How `tiny-cap`")]
-    minutes = []
-    for model in ("tiny-task", "tiny-task-ar"):
-        folder = ROOT / "labkit" / "weights" / model
-        cfg = json.loads((folder / "config.json").read_text())
-        minutes.append(f"{json.loads((folder / 'training.json').read_text())['train_seconds'] / 60:.1f}")
-        assert (f"{cfg['num_hidden_layers']} layers, d_model {cfg['hidden_size']}, SwiGLU {cfg['intermediate_size']}"
-                in section and f"{cfg['vocab_size']} character" in section), model
-    assert f"took {minutes[0]} and {minutes[1]} min" in section
-    from labkit.models.load import load
-    params = sum(p.numel() for p in load("tiny-task").net.parameters())
-    assert f"{params / 1e6:.2f}M" in section
-    mirror = {r["label"]: r["tasks"]["mirror"] for r in result["runs"]}
-    assert "one forward pass\n  per answer at thresholds down to 0.5" in section
-    assert all(mirror[k]["nfe_mean"] <= 1.05 and mirror[k]["accuracy"] >= 0.99
-               for k in ("threshold 0.9", "threshold 0.7", "threshold 0.5"))
-    assert "S and Q modes** score 0 on mirror" in section
-    assert mirror["S mode"]["accuracy"] == 0 and mirror["Q mode"]["accuracy"] == 0
-    assert min(mirror[k]["accuracy"] for k in ("random order", "low-confidence", "margin", "entropy")) == 1.0
+def test_the_targets_computed_from_a_hand_built_result():
+    """The target logic on numbers chosen by hand: each row says met or by how much it missed."""
+    def s(acc, tpf=1.0, edits=None, groups=None):
+        d = {"accuracy": acc, "tpf": tpf, "ci95": [acc, acc], "n": 100, "nfe_mean": 1.0}
+        if edits:
+            d["edits"] = edits
+        if groups:
+            d["groups"] = {g: {"accuracy": a, "tpf": tpf, "ci95": [a, a], "n": 10, "nfe_mean": 1.0}
+                           for g, a in groups.items()}
+        return d
 
+    def pair(task, per_label, groups=None):
+        return {"runs": [{"label": lab, "tasks": {task: s(*v, groups=(groups or {}).get(lab))}}
+                         for lab, v in per_label.items()]}
+    labels = [label for label, _, _ in bench.RULES] + [bench.AR_LABEL]
+    sud = {lab: (0.5,) for lab in labels}
+    sud.update({"margin": (0.97,), "threshold 0.9": (0.96, 3.5), "S mode": (0.90, 6.0, {"fixed": 5, "broke": 9})})
+    sud_groups = {lab: {"hard": 0.3} for lab in labels}
+    sud_groups["margin"] = {"hard": 0.91}
+    sud_groups[bench.AR_LABEL] = {"hard": 0.05}
+    result = {"pairs": {
+        "sudoku": pair("sudoku", sud, sud_groups),
+        "add": pair("addition", {lab: (0.9 if lab == "right to left" else 0.2,) for lab in labels}),
+        "facts": {"runs": [{"label": lab, "tasks": {
+            "reversal": s(0.5, groups={"forward": 0.96, "backward_infill": 0.90, "backward_reversed": 0.0}),
+            "mirror": s(1.0, 10.0 if lab.startswith("threshold") else 1.0)}} for lab in labels]},
+    }}
+    rows = tables.targets(result, None, {"tiny-sudoku": 0.8, "tiny-x": 5.5})
 
-def test_the_seed_paragraph_says_what_task_seeds_json_shows(result, seeds):
-    docs = (ROOT / "docs" / "models.md").read_text()
-    steps = json.loads((ROOT / "labkit" / "weights" / "tiny-task-ar" / "training.json").read_text())["config"]["steps"]
-    assert f"the committed {steps:,}-step run does not" in docs and f"budget of {seeds['steps']} steps" in docs
-    ar_sums = [r["tasks"]["addition"]["accuracy"] for r in seeds["runs"] if r["label"] == bench.AR_LABEL]
-    assert max(ar_sums) > bench.accuracy(result, bench.AR_LABEL, "addition")["accuracy"]
-    masked = [r["tasks"][t]["accuracy"] for r in seeds["runs"] if r["label"] != bench.AR_LABEL for t in TASKS]
-    assert max(masked) == 0.0          # "has not left its loss plateau on any task in any seed"
-
-
-def test_the_targets_table_is_the_same_in_the_docs_and_both_cards(result):
-    minutes = {m: json.loads((ROOT / "labkit" / "weights" / m / "training.json").read_text())["train_seconds"] / 60
-               for m in ("tiny-task", "tiny-task-ar")}
-    rows = bench.targets(result, minutes)
-    table = bench.markdown_targets(rows)
-    assert table in (ROOT / "docs" / "models.md").read_text()
-    for model in minutes:
-        assert table in (ROOT / "labkit" / "weights" / model / "README.md").read_text(), model
+    def row(prefix):
+        (r,) = [r for r in rows if r["target"].startswith(prefix)]
+        return r["met"], r["note"]
+    assert row("Sudoku: margin or low-confidence") == (True, "")
+    assert row("Sudoku: ≥ 90% on the hardest") == (True, "")
+    assert row("Sudoku: random order ≤ 60%") == (True, "")
+    assert row("Sudoku: ahead of the AR twin") == (True, "")
+    assert row("Addition: masked model") == (False, "5.0 points short")
+    assert row("Parallel, Sudoku")[0] is True                      # 96% at 3.5 TPF, best order 97%
+    assert row("Editing: S mode")[0] is False                      # 90%, and more cells broken than fixed
+    assert row("Facts: backward infill") == (True, "")
+    assert row("Facts: forward ≥ 95% (masked") == (True, "")
+    assert row("Parallel, mirror")[0] is True
+    assert row("tiny-x: ≤ 5 MB") == (False, "0.50 MB over") and row("tiny-sudoku: ≤ 5 MB") == (True, "")

@@ -27,9 +27,17 @@ def tok():
     return char_tokenizer()
 
 
+ALL = tuple((t, 0.25) for t in TASKS)
+
+
 @pytest.fixture(scope="module")
 def data(tok):
-    return TaskData(tok, seed=0, batch_size=112)
+    return TaskData(tok, seed=0, batch_size=112, tasks=ALL, kind="masked")
+
+
+@pytest.fixture(scope="module")
+def data_ar(tok):
+    return TaskData(tok, seed=0, batch_size=16, tasks=ALL, kind="ar")
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -37,13 +45,23 @@ def test_the_held_out_items_are_the_same_every_time(task):
     assert heldout(task, N) == heldout(task, N)
 
 
-def test_training_batches_are_a_function_of_seed_and_step(tok, data):
-    other = TaskData(tok, seed=0, batch_size=112)
+@pytest.mark.parametrize("kind", ["masked", "ar"])
+def test_training_batches_are_a_function_of_seed_and_step(tok, data, data_ar, kind):
+    data = data if kind == "masked" else data_ar
+    other = TaskData(tok, seed=0, batch_size=data.rows["sudoku"] * 4, tasks=ALL, kind=kind)
     for task, (x, loss) in data.batch(7).items():
         y, loss2 = other.batch(7)[task]
         assert torch.equal(x, y) and torch.equal(loss, loss2), task
     assert not torch.equal(data.batch(8)["sudoku"][0][:, :37], data.batch(7)["sudoku"][0][:, :37])
-    assert not torch.equal(TaskData(tok, seed=1, batch_size=112).batch(7)["addition"][0], data.batch(7)["addition"][0])
+    assert not torch.equal(TaskData(tok, seed=1, batch_size=112, tasks=ALL).batch(7)["addition"][0],
+                           data.batch(7)["addition"][0])
+
+
+def test_task_data_refuses_unknown_tasks_and_kinds(tok):
+    with pytest.raises(ValueError, match="tasks"):
+        TaskData(tok, 0, 8, tasks=(("chess", 1.0),))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        TaskData(tok, 0, 8, kind="both")
 
 
 def test_every_held_out_sudoku_has_exactly_one_solution_and_its_level_of_clues():
@@ -68,29 +86,35 @@ def test_the_solution_counter_sees_a_second_solution():
     assert not sudoku.is_solution(bad) and sudoku.count_solutions(bad) == 0
 
 
-def test_training_puzzles_are_unique_and_symmetries_keep_grids_valid(data):
+def test_training_grids_are_valid_and_the_ar_twins_puzzles_unique(data, data_ar):
     rng = random.Random(0)
     for _ in range(20):
-        prompt, answer = data._sudoku(rng)
-        puzzle, grid = sudoku.decode_cells(prompt[1:-1]), sudoku.decode_cells(answer)
+        text, start = data._sudoku(rng)                     # masked: the complete grid, all of it answer
+        assert start == 1 and sudoku.is_solution(sudoku.decode_cells(text[1:]))
+        text, start = data_ar._sudoku(rng)                  # AR: puzzle, '=', solution
+        puzzle, grid = sudoku.decode_cells(text[1:start - 1]), sudoku.decode_cells(text[start:])
+        assert start == sudoku.CELLS + 2 and text[start - 1] == "="
         assert sudoku.is_solution(grid) and sudoku.consistent(puzzle, grid)
         assert sudoku.count_solutions(puzzle) == 1
+        lo, hi = sudoku.TRAIN_CLUES
+        assert lo <= sudoku.clue_count(puzzle) <= hi
     g = sudoku.random_grid(rng)
     (h,) = sudoku_symmetry(rng, g)
     assert sudoku.is_solution(h) and h != g
 
 
-def test_train_and_held_out_share_no_puzzle(tok, data):
+def test_train_and_held_out_share_no_puzzle(tok, data, data_ar):
     held = {task: {it.answer if task == "sudoku" else it.prompt for it in heldout(task)} for task in TASKS
             if task != "reversal"}
-    for step in range(40):
-        for task, (x, _) in data.batch(step).items():
-            for row in x.tolist():
-                text = tok.decode([t for t in row if t != tok.eos_token_id])
-                if task == "sudoku":
-                    assert text[38:] not in held[task]
-                elif task != "reversal":
-                    assert text[:text.index("=") + 1] not in held[task]
+    for d, grid_at in ((data, slice(1, None)), (data_ar, slice(sudoku.CELLS + 2, None))):
+        for step in range(40):
+            for task, (x, _) in d.batch(step).items():
+                for row in x.tolist():
+                    text = tok.decode(row)
+                    if task == "sudoku":
+                        assert text[grid_at] not in held[task]
+                    elif task != "reversal":
+                        assert text[:text.index("=") + 1] not in held[task]
     assert all(is_heldout(it.answer) for it in heldout("sudoku", N))
     assert all(is_heldout(repr((it.prompt[1:-1],))) for it in heldout("mirror", N))
     assert sum(is_heldout(str(i)) for i in range(1000)) in range(60, 140)     # about one bucket in ten
@@ -99,6 +123,8 @@ def test_train_and_held_out_share_no_puzzle(tok, data):
 def test_reversal_questions_are_never_trained_in_their_asked_layout(data):
     one_way, two_way = reversal.facts(0)
     trained = set(p + a for p, a in data.facts)
+    rows = {tuple(r) for step in range(10) for r in data.batch(step)["reversal"][0].tolist()}
+    assert rows <= {tuple(data.ids(t)) for t in trained}       # training shows facts in these layouts only
     assert len(one_way) == reversal.ONE_WAY and len(two_way) == reversal.TWO_WAY
     assert len({x for pair in one_way + two_way for x in pair}) == 2 * (reversal.ONE_WAY + reversal.TWO_WAY)
     items = heldout("reversal", N)

@@ -214,4 +214,49 @@ def test_the_loop_still_offers_the_recipes_and_train():
     import labkit.training.loop as loop
     import labkit.training.recipes as recipes
     assert loop.RECIPES is recipes.RECIPES and loop.TrainConfig is TrainConfig
-    assert list(recipes.RECIPES) == ["tiny-ar", "tiny", "tiny-cap", "tiny-task", "tiny-task-ar"]
+    assert list(recipes.RECIPES) == ["tiny-ar", "tiny", "tiny-cap", "tiny-sudoku", "tiny-sudoku-ar", "tiny-facts",
+                                     "tiny-facts-ar", "tiny-add", "tiny-add-ar"]
+    assert recipes.TASK_MODELS == tuple(list(recipes.RECIPES)[3:])
+    for masked, ar in zip(recipes.TASK_MODELS[::2], recipes.TASK_MODELS[1::2]):   # twins: one shape, data, budget
+        a, b = recipes.RECIPES[masked], recipes.RECIPES[ar]
+        same = ("tasks", "batch_size", "steps", "hidden_size", "num_layers", "num_heads", "intermediate_size", "lr",
+                "warmup", "weight_decay", "seed", "absolute_positions")
+        assert all(getattr(a, k) == getattr(b, k) for k in same), masked
+        assert (a.objective, b.objective) == ("diffusion", "ar")
+
+
+def test_the_count_loss_masks_k_answer_positions_per_row_and_divides_by_k():
+    from labkit.training.losses import masked_count_loss
+    g = torch.Generator().manual_seed(0)
+    x0 = torch.randint(3, 20, (64, 10))
+    answer = torch.zeros(64, 10, dtype=torch.bool)
+    answer[:, 4:] = True                                        # 6 answer positions per row
+    logits = torch.randn(64, 10, 25)
+    seen = []
+    loss = masked_count_loss(lambda x: seen.append(x) or logits, x0, 2, answer=answer, generator=g)
+    masked = seen[0] == 2
+    k = masked.sum(-1)
+    assert not masked[:, :4].any() and torch.equal(seen[0][~masked], x0[~masked])
+    assert k.min() == 1 and k.max() == 6 and len(set(k.tolist())) == 6     # every count from one to all
+    ce = F.cross_entropy(logits.transpose(1, 2), x0, reduction="none")
+    assert torch.allclose(loss, (torch.where(masked, ce, 0.0).sum(-1) / k).mean())
+    seen.clear()
+    loss = masked_count_loss(lambda x: seen.append(x) or logits, x0, 2, answer=answer,
+                             generator=torch.Generator().manual_seed(0), edit_prob=0.5)
+    xt = seen[0]
+    swapped = (xt != x0) & (xt != 2)
+    assert torch.equal(xt == 2, masked) and not swapped[:, :4].any() and swapped.any()   # noise on written answers only
+    filled = answer & ~masked
+    expect = (torch.where(masked, ce, 0.0).sum(-1) / k).mean() + F.cross_entropy(logits[filled], x0[filled])
+    assert torch.allclose(loss, expect)
+
+
+def test_task_recipes_are_checked():
+    with pytest.raises(ValueError, match="tasks must be"):
+        TrainConfig(data="tasks", tasks=(("chess", 1.0),), seq_len=37)
+    with pytest.raises(ValueError, match="seq_len must be >= 74"):
+        TrainConfig(data="tasks", objective="ar", tasks=(("sudoku", 1.0),), seq_len=37)
+    with pytest.raises(ValueError, match="trains alone"):
+        TrainConfig(data="tasks", tasks=(("sudoku", 0.5), ("mirror", 0.5)), seq_len=37)
+    with pytest.raises(ValueError, match="data='tasks' only"):
+        TrainConfig(tasks=(("sudoku", 1.0),))

@@ -107,7 +107,8 @@ def test_keyword_box_steers_the_run_and_shows_pins(lab):
     assert "empty keyword" in lab.error and lab.out.trace.meta["controls"]
 
 
-DIFFUSION_RULES = ("low_confidence", "random", "threshold", "factor", "entropy_bound", "draft_edit")
+DIFFUSION_RULES = ("low_confidence", "random", "left_to_right", "right_to_left", "threshold", "factor", "entropy_bound",
+                   "draft_edit")
 
 
 def test_causal_models_offer_autoregressive_only_where_it_works(toy):
@@ -224,7 +225,8 @@ def test_seed_box_is_disabled_when_the_seed_changes_nothing(toy):
 
 
 def test_unknown_sampler_is_a_clear_error(toy):
-    with pytest.raises(ValueError, match="sampler must be one of low_confidence, random, threshold"):
+    with pytest.raises(ValueError, match="sampler must be one of low_confidence, random, left_to_right, right_to_left, "
+                                         "threshold"):
         widgets.Lab(toy, sampler="nope", run=False)
 
 

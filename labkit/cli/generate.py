@@ -127,10 +127,12 @@ def run(a) -> int:
 
 def _print_grid(prompt: str, answer: str) -> None:
     """A Sudoku's question and answer as grids (stderr), beside the line printed above."""
+    import re
+
     from ..tasks import grid_columns, sudoku
 
     if grid_columns(prompt) and len(answer) == sudoku.CELLS:
-        question = prompt[1:-1]
+        question = re.search(rf"[1-{sudoku.N}.]{{{sudoku.CELLS}}}", prompt).group()
         left, right = sudoku.format_grid(question).splitlines(), sudoku.format_grid(answer).splitlines()
         print("\n".join(f"{q:<22}  {r}" for q, r in zip(left, right)), file=sys.stderr)
 

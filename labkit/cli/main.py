@@ -43,10 +43,11 @@ def _eval_tasks(a) -> int:
     """`labkit eval --tasks ...`: exact-match accuracy on the held-out task suite under one rule."""
     from ..eval.exact import evaluate_tasks
     from ..samplers import registry
-    from ..tasks import TASKS
+    from ..tasks import TASKS, model_tasks
     from .generate import sampler_from_flags
 
-    tasks = TASKS if a.tasks in (None, "all") else tuple(t.strip() for t in a.tasks.split(","))
+    own = model_tasks(a.model) or TASKS
+    tasks = own if a.tasks in (None, "all") else tuple(t.strip() for t in a.tasks.split(","))
     bad = [t for t in tasks if t not in TASKS]
     if bad:
         raise ValueError(f"--tasks: {', '.join(bad)} unknown; use all or some of {', '.join(TASKS)}")
@@ -59,7 +60,7 @@ def _eval_tasks(a) -> int:
     result = evaluate_tasks(lm, rule, tasks=tasks, n=a.n, seed=a.seed)
     result["eval_seconds"] = round(time.perf_counter() - t0, 1)
     if a.card:
-        from ..training.task_card import write_task_card
+        from ..bench.task_card import write_task_card
         print(f"model card written to {write_task_card(a.model, result)}", file=sys.stderr)
     if a.json:
         print(json.dumps(result))
@@ -112,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--card", action="store_true", help="write the figures into the model card")
     e.add_argument("--tasks", help="the task suite instead of the held-out plays: all, or some of "
-                   "sudoku,addition,reversal,mirror (default for the task models: all)")
+                   "sudoku,addition,reversal,mirror (default for a task model: the tasks it was trained on)")
     e.add_argument("--n", type=int, help="--tasks: held-out items per task (default: all 600)")
     rule_args(e)
     e.set_defaults(fn=_eval)

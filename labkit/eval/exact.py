@@ -41,15 +41,42 @@ def wilson(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
     return (0.0 if correct == 0 else max(0.0, centre - half)), (1.0 if correct == n else min(1.0, centre + half))
 
 
-def _decode_batch(lm, items: list[Item], rule, seed: int) -> list[tuple[str, int]]:
-    """(prediction, forward passes) per item; all items share prompt and answer lengths."""
+def _decode_batch(lm, items: list[Item], rule, seed: int, block_length: int | None = None
+                  ) -> list[tuple[str, int, int]]:
+    """(prediction, forward passes, tokens written) per item; all items share prompt and answer
+    lengths. A task model reads the question in its own layout (a Sudoku's clues fixed in place:
+    only the blanks are written)."""
     n = len(lm.encode(items[0].answer))
-    out = generate(lm, [it.prompt for it in items], rule, gen_length=n, block_length=n, steps=n, seed=seed)
+    out = generate(lm, [it.prompt for it in items], rule, gen_length=n, block_length=block_length or n, steps=n,
+                   seed=seed)
     nfe = out.trace.row_nfe().tolist()
-    return [(text, int(k)) for text, k in zip(out.texts, nfe)]
+    P = out.trace.prompt_len
+    written = (out.trace.init[:, P:] == lm.mask_id).sum(-1).tolist()
+    truth = torch.tensor([lm.encode(it.answer) for it in items])                    # (B, n)
+    edits = edit_outcomes(out.trace, truth)
+    return [(text, int(k), int(w), e) for text, k, w, e in zip(out.texts, nfe, written, edits)]
 
 
-def _decode_infill(lm, item: Item, rule, seed: int) -> tuple[str, int]:
+def edit_outcomes(trace, truth: torch.Tensor) -> list[dict]:
+    """Per row, what its T2T edits did to the answer canvas, judged against `truth` (B, n) token
+    ids: "fixed" (a wrong token made right), "broke" (a right one made wrong), "other" (wrong to
+    another wrong token)."""
+    P, n = trace.prompt_len, truth.shape[1]
+    before = trace.init[:, P:P + n].long()
+    fixed = torch.zeros(len(truth), dtype=torch.long)
+    broke, other = fixed.clone(), fixed.clone()
+    for rec in trace:
+        after = rec.tokens[:, P:P + n].long()
+        edited = rec.edited[:, P:P + n].bool()
+        was, now = before == truth, after == truth
+        fixed += (edited & ~was & now).sum(-1)
+        broke += (edited & was & ~now).sum(-1)
+        other += (edited & ~was & ~now).sum(-1)
+        before = after
+    return [{"fixed": int(f), "broke": int(b), "other": int(o)} for f, b, o in zip(fixed, broke, other)]
+
+
+def _decode_infill(lm, item: Item, rule, seed: int) -> tuple[str, int, int]:
     """The gaps of an infill item, filled: the prediction is the text at the gap positions."""
     layout = Infill(item.infill).layout(lm)
     n = len(layout)
@@ -57,30 +84,33 @@ def _decode_infill(lm, item: Item, rule, seed: int) -> tuple[str, int]:
     out = generate(lm, item.prompt, rule, gen_length=n, block_length=n, steps=gaps, seed=seed,
                    controls=[Infill(item.infill)])
     canvas = out.ids[0, out.trace.prompt_len:].tolist()
-    return lm.decode([t for t, fixed in zip(canvas, layout) if fixed is None]), int(out.trace.row_nfe()[0])
+    pred = lm.decode([t for t, fixed in zip(canvas, layout) if fixed is None])
+    return pred, int(out.trace.row_nfe()[0]), gaps, {"fixed": 0, "broke": 0, "other": int(out.trace.edited().sum())}
 
 
-def run_items(lm, items: list[Item], rule, seed: int = 0, batch: int = BATCH) -> list[dict]:
-    """Decode every item with `rule`: one dict per item (task, group, prediction, correct, nfe, tokens)."""
+def run_items(lm, items: list[Item], rule, seed: int = 0, batch: int = BATCH,
+              block_length: int | None = None) -> list[dict]:
+    """Decode every item with `rule`: one dict per item (task, group, prediction, correct, nfe,
+    tokens: the answer tokens the model wrote). `block_length` (a divisor of the answer) decodes
+    in blocks: 1 is strictly left to right."""
     rows = []
     shapes = defaultdict(list)
     for i, it in enumerate(items):
         if it.infill is not None:
             if lm.kind == "causal":
                 continue                    # a left-to-right model cannot be asked to fill a gap
-            pred, nfe = _decode_infill(lm, it, rule, seed)
-            rows.append((i, pred, nfe))
+            rows.append((i, *_decode_infill(lm, it, rule, seed)))
         else:
             shapes[(len(lm.encode(it.prompt)), len(lm.encode(it.answer)))].append(i)
     for idx in shapes.values():
         for start in range(0, len(idx), batch):
             part = idx[start:start + batch]
-            for i, (pred, nfe) in zip(part, _decode_batch(lm, [items[j] for j in part], rule, seed)):
-                rows.append((i, pred, nfe))
+            for i, got in zip(part, _decode_batch(lm, [items[j] for j in part], rule, seed, block_length)):
+                rows.append((i, *got))
     rows.sort()
     return [{"task": items[i].task, "group": items[i].group, "prediction": pred, "answer": items[i].answer,
-             "correct": exact_match(pred, items[i].answer), "nfe": nfe, "tokens": len(items[i].answer)}
-            for i, pred, nfe in rows]
+             "correct": exact_match(pred, items[i].answer), "nfe": nfe, "tokens": written, "edits": edits}
+            for i, pred, nfe, written, edits in rows]
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -90,8 +120,12 @@ def summarise(rows: list[dict]) -> dict:
     right = sum(r["correct"] for r in rows)
     lo, hi = wilson(right, n)
     nfe = sum(r["nfe"] for r in rows)
-    return {"n": n, "accuracy": round(right / n, 4), "ci95": [round(lo, 4), round(hi, 4)],
-            "nfe_mean": round(nfe / n, 3), "tpf": round(sum(r["tokens"] for r in rows) / max(nfe, 1), 3)}
+    out = {"n": n, "correct": right, "accuracy": round(right / n, 4), "ci95": [round(lo, 4), round(hi, 4)],
+           "nfe_mean": round(nfe / n, 3), "tpf": round(sum(r["tokens"] for r in rows) / max(nfe, 1), 3)}
+    edits = {k: sum(r.get("edits", {}).get(k, 0) for r in rows) for k in ("fixed", "broke", "other")}
+    if any(edits.values()):
+        out["edits"] = edits
+    return out
 
 
 def evaluate_tasks(lm, sampler=None, tasks=TASKS, n: int | None = None, seed: int = 0, **knobs) -> dict:
@@ -110,7 +144,8 @@ def evaluate_tasks(lm, sampler=None, tasks=TASKS, n: int | None = None, seed: in
             for r in rows:
                 groups[r["group"]].append(r)
             summary = summarise(rows)
-            if len(groups) > 1:
-                summary["groups"] = {g: summarise(rs) for g, rs in groups.items()}
+            if len(groups) > 1:                         # carry chains by length; else as the items come
+                order = sorted(groups, key=lambda g: int(g.split()[-1])) if task == "addition" else groups
+                summary["groups"] = {g: summarise(groups[g]) for g in order}
             result["tasks"][task] = summary
     return result

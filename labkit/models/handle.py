@@ -65,6 +65,7 @@ class DLM:
     eot_id: int | None = None        # end-of-turn id of chat models (LLaDA's <|eot_id|>)
     family: Any = None               # a models.families.Family: how this checkpoint is called
     extra_stop_ids: tuple[int, ...] = ()   # further ids that end an answer (a list-valued eos_token_id's)
+    formats: tuple = ()              # a task model's questions (models.formats.PromptFormat), in order
     begin_block: ClassVar[None] = None   # a plain model keeps nothing between steps
 
     def __post_init__(self):
@@ -124,6 +125,7 @@ class Wrapper:
     tokenizer = property(lambda self: self.lm.tokenizer)
     net = property(lambda self: self.lm.net)
     family = property(lambda self: self.lm.family)
+    formats = property(lambda self: getattr(self.lm, "formats", ()))
     stop_ids = property(lambda self: self.lm.stop_ids)
     device = property(lambda self: self.lm.device)
 

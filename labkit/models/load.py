@@ -10,10 +10,12 @@ from pathlib import Path
 import torch
 
 from .. import threads
+from .formats import PromptFormat
 from .handle import DLM, Denoiser
 
-EMBEDDED = {"tiny": "tiny", "tiny-ar": "tiny-ar", "tiny-cap": "tiny-cap",      # name → folder under labkit/weights/
-            "tiny-task": "tiny-task", "tiny-task-ar": "tiny-task-ar"}
+EMBEDDED = {name: name for name in (                   # name → folder under labkit/weights/
+    "tiny", "tiny-ar", "tiny-cap",                                                   # Shakespeare
+    "tiny-sudoku", "tiny-sudoku-ar", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar")}   # labkit.tasks
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
 EOT_TOKEN_STRINGS = ("<|eot_id|>",       # end of turn: LLaDA's Llama-style template
                      "<|im_end|>",       # Dream's ChatML
@@ -159,9 +161,13 @@ def _load_tiny(path: Path, name: str) -> DLM:
         raise ValueError(f"checkpoint in {path} is corrupt or incomplete: {str(e)[:200]}") from None
     tok = load_tokenizer(path)
     kind = "causal" if net.config.is_causal else "masked"
+    try:
+        fmts = tuple(PromptFormat(**f) for f in getattr(net.config, "prompt_formats", None) or ())
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"config.json of {path}: prompt_formats are not valid: {e}") from None
     return DLM(net=net, tokenizer=tok, mask_id=tok.mask_token_id, eos_id=tok.eos_token_id,
                pad_id=tok.pad_token_id, name=name, kind=kind,
-               max_length=net.config.max_position_embeddings)
+               max_length=net.config.max_position_embeddings, formats=fmts)
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "tokenizer.model",
@@ -265,7 +271,7 @@ def _load_transformers(name: str, path: Path, source: str, cfg: dict, trust_remo
         if not trust_remote_code:
             raise
         raise _remote_code_error(name, family, e) from None
-    lm = DLM(net=net, tokenizer=tok, name=name, kind=family.kind, max_length=family.context_length(cfg),
+    lm = DLM(net=net, tokenizer=tok, name=name, kind=family.kind, max_length=family.usable_context(net, cfg),
              family=family, **ids)
     _check_vocabulary(lm, cfg)
     return lm

@@ -5,8 +5,15 @@ SwiGLU MLPs and tied input/output embeddings: the recipe that leaves the unigram
 on a CPU. `is_causal=True` gives the autoregressive twin of the same shape ("tiny-ar").
 `shift_logits=True` is Dream's adaptation of an AR model into a diffusion model: attention becomes
 bidirectional but each position's logits still come from the hidden state one to its left, as in
-the AR model the weights came from, so the output head keeps its meaning. Callers never see the
-shift: logits[:, i] is always the prediction for position i.
+the AR model the weights came from, so the output head keeps its meaning. Callers never see that
+shift: a masked (or shifted) model's logits[:, i] predict position i. The causal twin's
+logits[:, i] predict position i + 1, as in any causal LM (the mask loop shifts them itself).
+
+The task models (labkit.tasks) add what a fixed layout knows about its positions: a learned
+embedding per position (`absolute_positions`) and `structure` tables, each giving every position
+an id whose embedding is added (a Sudoku cell's row, column and box; a digit's place value), so
+that positions that belong together share a vector. Both count positions from the first real
+token, so a left-padded row sees the same embeddings as the row alone.
 """
 from __future__ import annotations
 
@@ -33,6 +40,9 @@ class TinyDLMConfig(PretrainedConfig):
                  is_causal: bool = False,           # True: the autoregressive twin
                  shift_logits: bool = False,        # Dream-style: position i is read from hidden i-1
                  absolute_positions: bool = False,  # + a learned embedding per position (fixed layouts: puzzles)
+                 structure: list | None = None,     # [[id per position], ...]: + one embedding table each
+                                                    # (0 = none); e.g. a Sudoku cell's row, column, box
+                 prompt_formats: list | None = None,  # a task model's questions (models.formats), as dicts
                  mask_token_id: int | None = None,
                  tie_word_embeddings: bool = True,
                  **kwargs):
@@ -47,6 +57,12 @@ class TinyDLMConfig(PretrainedConfig):
         self.is_causal = is_causal
         self.shift_logits = shift_logits
         self.absolute_positions = absolute_positions
+        self.structure = [list(map(int, t)) for t in structure] if structure else None
+        for t in self.structure or ():
+            if len(t) > max_position_embeddings or min(t, default=0) < 0:
+                raise ValueError(f"structure: each table gives an id >= 0 to at most max_position_embeddings="
+                                 f"{max_position_embeddings} positions, got {len(t)} ids (min {min(t, default=0)})")
+        self.prompt_formats = prompt_formats
         self.mask_token_id = mask_token_id
         super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)
 
@@ -126,6 +142,12 @@ class TinyDLM(PreTrainedModel):
         self.embed = nn.Embedding(config.vocab_size, config.hidden_size)
         if config.absolute_positions:      # a bidirectional model with RoPE alone sees only relative offsets
             self.positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        tables = config.structure or []
+        self.structure = nn.ModuleList(nn.Embedding(max(t) + 1, config.hidden_size, padding_idx=0) for t in tables)
+        ids = torch.zeros(len(tables), config.max_position_embeddings, dtype=torch.long)   # (T, L_max)
+        for i, t in enumerate(tables):
+            ids[i, :len(t)] = torch.tensor(t, dtype=torch.long)
+        self.register_buffer("structure_ids", ids)          # saved with the weights
         self.layers = nn.ModuleList(Block(config) for _ in range(config.num_hidden_layers))
         self.norm = nn.RMSNorm(config.hidden_size, eps=config.rms_norm_eps)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
@@ -134,6 +156,9 @@ class TinyDLM(PreTrainedModel):
     def _init_weights(self, module):
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if getattr(module, "padding_idx", None) is not None:
+                with torch.no_grad():
+                    module.weight[module.padding_idx].zero_()
         elif isinstance(module, nn.RMSNorm):
             nn.init.ones_(module.weight)
 
@@ -148,7 +173,7 @@ class TinyDLM(PreTrainedModel):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, **kwargs) -> MaskedLMOutput:
-        L = input_ids.shape[1]
+        L = input_ids.shape[1] if attention_mask is None else int(attention_mask.sum(-1).max())   # real tokens
         if L > self.config.max_position_embeddings:
             raise ValueError(f"input length {L} exceeds the model's context "
                              f"max_position_embeddings={self.config.max_position_embeddings}")
@@ -184,13 +209,27 @@ class TinyDLM(PreTrainedModel):
             causal = ar[None, :] <= (start + torch.arange(W, device=input_ids.device))[:, None]  # (W, L)
             mask = causal if mask is None else mask & causal                                     # (B, 1, W, L)
         x = self.embed(input_ids)                           # (B, W, D)
-        if self.config.absolute_positions:
-            x = x + self.positions(torch.arange(start, start + W, device=input_ids.device))
+        if self.config.absolute_positions or len(self.structure):
+            pos = self.layout_positions(attention_mask, start, W, input_ids.device)   # (W,) or (B, W)
+            if self.config.absolute_positions:
+                x = x + self.positions(pos)
+            for table, ids in zip(self.structure, self.structure_ids):
+                x = x + table(ids[pos])
         kvs = []
         for i, layer in enumerate(self.layers):
             x, kv = layer(x, cos, sin, mask, None if past is None else past[i], start, write)
             kvs.append(kv)
         return self.lm_head(self.norm(x)), kvs              # (B, W, V)
+
+
+    def layout_positions(self, attention_mask: torch.Tensor | None, start: int, W: int, device) -> torch.Tensor:
+        """Positions start .. start+W-1 counted from each row's first real token: (W,) without an
+        attention mask, else (B, W) (left padding shifts a row's text, not its positions). The
+        learned and structure embeddings are read at these; RoPE sees only offsets and needs none."""
+        if attention_mask is None:
+            return torch.arange(start, start + W, device=device)
+        pos = (attention_mask.long().cumsum(-1) - 1).clamp_min(0)          # (B, ≥L)
+        return pos[:, start:start + W]
 
 
 def register() -> None:

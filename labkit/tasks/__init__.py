@@ -24,18 +24,26 @@ from .data import (
 from .tokenizer import char_tokenizer
 
 
-def is_task_model(name: str) -> bool:
-    """Whether a model name or folder is a task model (its training.json says data 'tasks'), read
-    without loading it."""
+def model_tasks(name: str) -> tuple[str, ...]:
+    """The tasks a model name or folder was trained on (its training.json), read without loading
+    it; () for a model that is not a task model."""
     import json
 
     from ..models.load import model_folder
 
     record = model_folder(name) / "training.json"
     try:
-        return json.loads(record.read_text())["config"].get("data") == "tasks"
+        cfg = json.loads(record.read_text())["config"]
     except (OSError, ValueError, KeyError, TypeError):
-        return False
+        return ()
+    if cfg.get("data") != "tasks":
+        return ()
+    return tuple(t for t, _ in cfg.get("tasks") or ()) or TASKS
+
+
+def is_task_model(name: str) -> bool:
+    """Whether a model name or folder is a task model (its training.json says data 'tasks')."""
+    return bool(model_tasks(name))
 
 __all__ = ["HELDOUT_ITEMS", "REVERSAL_MODES", "TASKS", "Item", "TaskData", "answer_length", "char_tokenizer",
-           "example_prompt", "grid_columns", "heldout", "is_heldout", "is_task_model", "task_of"]
+           "example_prompt", "grid_columns", "heldout", "is_heldout", "is_task_model", "model_tasks", "task_of"]

@@ -7,8 +7,8 @@ by design: its questions are about trained facts; the held-out part is the asked
 training never shows for the one-way facts (see `reversal`).
 
 Training batches are a pure function of (seed, step), like the Shakespeare corpus: each step has
-one group of rows per task (one canvas length per group, no padding), every row ends with 1..EOS_MAX
-EOS tokens (as LLaDA pads its SFT answers), and `loss` marks the positions the loss covers.
+one group of rows per task (one canvas length per group, no padding, no EOS: a task model's
+canvas is always exactly its answer), and `loss` marks the positions the loss covers.
 """
 from __future__ import annotations
 
@@ -21,17 +21,13 @@ from dataclasses import dataclass
 import torch
 
 from . import addition, mirror, reversal, sudoku
+from .layouts import KINDS, sudoku_row
 
 TASKS = ("sudoku", "addition", "reversal", "mirror")
 BUCKETS, HELDOUT_BUCKET = 10, 0
 HELDOUT_ITEMS = 600            # per task (Sudoku: 200 per level; reversal: 600 facts × 3 queries)
 TASK_SEED = 0                  # the task suite's own seed (facts, held-out items); training seeds vary
-# rows of each task per step, as shares of batch_size. Each task needs many rows of its own per step:
-# at 17 mirror rows beside another task a masked model stays on its plateau for hundreds of steps,
-# at 64 it leaves it in about 150 (measured while choosing this recipe: docs/models.md)
-SHARES = {"sudoku": 48 / 288, "addition": 96 / 288, "mirror": 48 / 288, "reversal": 96 / 288}
-EOS_MAX = 4
-SUDOKU_POOL = 3000             # minimal puzzles made per training run; each draw is a random symmetry of one
+SUDOKU_POOL = 20_000          # backtracking fills per training run; each draw is a random symmetry of one
 REVERSAL_MODES = ("forward", "backward_infill", "backward_reversed")
 
 
@@ -47,22 +43,23 @@ class Item:
 
 
 def task_of(prompt: str) -> str | None:
-    """The task a prompt asks (by its tag and shape), or None for anything else."""
-    if re.fullmatch(rf"S[1-{sudoku.N}.]{{{sudoku.CELLS}}}=", prompt):
-        return "sudoku"
-    if re.fullmatch(rf"A\d{{{addition.WIDTH}}}\+\d{{{addition.WIDTH}}}=", prompt):
-        return "addition"
-    if re.fullmatch(rf"C[a-z]{{{mirror.LENGTH}}}=", prompt):
-        return "mirror"
-    if re.fullmatch(rf"R[a-z]{{{reversal.NAME}}}[<>]", prompt):
-        return "reversal"
-    return None
+    """The task a question asks (by its shape, with or without its tag and '='; a Sudoku or a
+    reversal infill may have blanks), or None for anything else."""
+    p = prompt.strip()
+    w, name = addition.WIDTH, reversal.NAME
+    shapes = {"sudoku": rf"S?[1-{sudoku.N}.]{{{sudoku.CELLS}}}=?", "addition": rf"A?\d{{{w}}}\+\d{{{w}}}=?",
+              "mirror": rf"C?[a-z]{{{mirror.LENGTH}}}=?",
+              "reversal": rf"R?([a-z]{{{name}}}[<>]|_{{{name}}}>[a-z]{{{name}}}|[a-z]{{{name}}}>_{{{name}}})"}
+    return next((task for task, shape in shapes.items() if re.fullmatch(shape, p)), None)
 
 
 def answer_length(prompt: str) -> int | None:
-    """Characters (= tokens) of the answer a task prompt asks for; None for a prompt of no task."""
+    """Characters (= tokens) of the canvas a task question fills; None for a prompt of no task."""
+    task = task_of(prompt)
+    if task == "reversal" and "_" in prompt:              # an infill: the whole fact is the canvas
+        return 2 * reversal.NAME + 1
     return {"sudoku": sudoku.CELLS, "addition": addition.WIDTH + 1, "mirror": mirror.LENGTH,
-            "reversal": reversal.NAME, None: None}[task_of(prompt)]
+            "reversal": reversal.NAME, None: None}[task]
 
 
 def grid_columns(prompt: str) -> int | None:
@@ -108,7 +105,8 @@ def _keyed_items(task: str, rng: random.Random, n: int) -> list[Item]:
         if key in seen or not is_heldout(key):
             continue
         seen.add(key)
-        items.append(Item(task, mod.prompt(*args), mod.answer(*args)))
+        group = f"carry {addition.carry_chain(*args)}" if task == "addition" else ""
+        items.append(Item(task, mod.prompt(*args), mod.answer(*args), group))
     return items
 
 
@@ -170,23 +168,28 @@ def sudoku_symmetry(rng: random.Random, *grids: list[int]) -> list[list[int]]:
 
 
 class TaskData:
-    """Training rows of the task suite for a run seed: `batch(step)` → {task: (x0, loss)}. With
-    `phases` ((first step, tasks), ...) a curriculum: the tasks of the last phase begun."""
+    """Training rows of one model's tasks for a run seed: `batch(step)` → {task: (x0, loss)}.
 
-    def __init__(self, tokenizer, seed: int, batch_size: int, phases: tuple = ()):
-        bad = [t for _, names in phases for t in names if t not in TASKS]
-        if bad or any(not names for _, names in phases):
-            raise ValueError(f"task_phases: each phase names tasks from {', '.join(TASKS)}, got {phases!r}")
-        self.phases = tuple(sorted((int(start), tuple(names)) for start, names in phases))
+    `tasks`: ((task, share of batch_size), ...); `kind`: "masked" or "ar", which picks each task's
+    layout (labkit.tasks.layouts). Sudoku grids come from a pool of SUDOKU_POOL backtracking fills
+    of the run seed, each draw a random symmetry of one (held-out grids skipped): every grid the
+    masked model sees is complete, with no puzzle; the AR twin gets the same grids as puzzles (a
+    pool grid's minimal puzzle, made once per pool grid when first drawn, under the same symmetry,
+    with clues given back up to a count drawn from sudoku.TRAIN_CLUES)."""
+
+    def __init__(self, tokenizer, seed: int, batch_size: int, tasks: tuple = (("sudoku", 1.0),),
+                 kind: str = "masked"):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        if not tasks or any(t not in TASKS or not 0 < float(share) <= 1 for t, share in tasks):
+            raise ValueError(f"tasks: ((task, share in (0, 1]), ...) with tasks from {', '.join(TASKS)}, "
+                             f"got {tasks!r}")
+        self.kind = kind
         self.vocab = tokenizer.get_vocab()
-        self.eos = tokenizer.eos_token_id
         self.seed = seed
-        self.rows = {t: max(1, round(batch_size * s)) for t, s in SHARES.items()}
-        rng = random.Random(f"sudoku-pool-{seed}")
-        self.pool = []
-        while len(self.pool) < SUDOKU_POOL:
-            grid = sudoku.random_grid(rng)
-            self.pool.append((grid, sudoku.minimal_puzzle(grid, rng)))
+        self.rows = {t: max(1, round(batch_size * float(share))) for t, share in tasks}
+        self._pool: list[list[int]] | None = None
+        self._minimal: dict[int, list[int]] = {}
         one_way, two_way = reversal.facts(TASK_SEED)
         self.facts = [reversal.forward(a, b) for a, b in one_way + two_way] + \
                      [reversal.backward(a, b) for a, b in two_way]
@@ -194,16 +197,32 @@ class TaskData:
     def ids(self, text: str) -> list[int]:
         return [self.vocab[ch] for ch in text]
 
-    def _sudoku(self, rng: random.Random) -> tuple[str, str]:
+    @property
+    def pool(self) -> list[list[int]]:
+        """The run's Sudoku grids (built on first use: a few seconds)."""
+        if self._pool is None:
+            rng = random.Random(f"sudoku-pool-{self.seed}")
+            self._pool = [sudoku.random_grid(rng) for _ in range(SUDOKU_POOL)]
+        return self._pool
+
+    def minimal(self, i: int) -> list[int]:
+        """Pool grid i's minimal puzzle (its own seed: the same whatever the order of draws)."""
+        if i not in self._minimal:
+            self._minimal[i] = sudoku.minimal_puzzle(self.pool[i], random.Random(f"minimal-{self.seed}-{i}"))
+        return self._minimal[i]
+
+    def _sudoku(self, rng: random.Random) -> tuple[str, int]:
         while True:
-            grid, minimal = self.pool[rng.randrange(len(self.pool))]
-            grid, minimal = sudoku_symmetry(rng, grid, minimal)
+            i = rng.randrange(len(self.pool))
+            if self.kind == "masked":
+                (grid,) = sudoku_symmetry(rng, self.pool[i])
+                puzzle = grid
+            else:
+                grid, minimal = sudoku_symmetry(rng, self.pool[i], self.minimal(i))
+                lo, hi = sudoku.TRAIN_CLUES
+                puzzle = sudoku.with_clues(grid, minimal, rng.randint(max(lo, sudoku.clue_count(minimal)), hi), rng)
             if not is_heldout(sudoku.encode_cells(grid)):
-                break
-        lo, hi = sudoku.TRAIN_CLUES
-        k = rng.randint(max(lo, sudoku.clue_count(minimal)), hi)
-        puzzle = sudoku.with_clues(grid, minimal, k, rng)
-        return f"S{sudoku.encode_cells(puzzle)}=", sudoku.encode_cells(grid)
+                return sudoku_row(grid, puzzle, self.kind)
 
     def _keyed(self, task: str, rng: random.Random) -> tuple[str, str]:
         mod = {"addition": addition, "mirror": mirror}[task]
@@ -213,36 +232,25 @@ class TaskData:
             if not is_heldout(repr(args)):
                 return mod.prompt(*args), mod.answer(*args)
 
-    def example(self, task: str, rng: random.Random) -> tuple[str, str, int]:
-        """(prompt, answer, first loss position) of one training row."""
+    def example(self, task: str, rng: random.Random) -> tuple[str, int]:
+        """(row text, first loss position) of one training row."""
         if task == "sudoku":
-            p, a = self._sudoku(rng)
-        elif task == "reversal":                       # a fact, trained whole (after its tag)
+            return self._sudoku(rng)
+        if task == "reversal":                       # a fact, trained whole (after its tag)
             p, a = self.facts[rng.randrange(len(self.facts))]
-            return p, a, 1
-        else:
-            p, a = self._keyed(task, rng)
-        return p, a, len(p)
-
-    def active(self, step: int) -> tuple[str, ...]:
-        """The tasks trained at `step`: the last phase begun by then (all tasks without phases)."""
-        tasks = TASKS
-        for start, names in self.phases:
-            if step >= start:
-                tasks = tuple(names)
-        return tasks
+            return p + a, 1
+        p, a = self._keyed(task, rng)
+        return p + a, len(p)
 
     def batch(self, step: int) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-        """{task: (x0 (R, L) long, loss (R, L) bool)} for this step, one group per active task; L is
-        the task's row length plus this step's EOS run."""
+        """{task: (x0 (R, L) long, loss (R, L) bool)} for this step, one group per task."""
         out = {}
-        for task in self.active(step):
+        for task, n in self.rows.items():
             rng = random.Random(f"{self.seed}-{step}-{task}")
-            eos = rng.randint(1, EOS_MAX)
             rows, starts = [], []
-            for _ in range(self.rows[task]):
-                p, a, start = self.example(task, rng)
-                rows.append(self.ids(p + a) + [self.eos] * eos)
+            for _ in range(n):
+                text, start = self.example(task, rng)
+                rows.append(self.ids(text))
                 starts.append(start)
             x0 = torch.tensor(rows, dtype=torch.long)
             loss = torch.arange(x0.shape[1])[None, :] >= torch.tensor(starts)[:, None]

@@ -90,6 +90,29 @@ def _count(cells: list[int], limit: int) -> int:
     return found
 
 
+def candidates(cells: list[int], i: int) -> list[int]:
+    """The digits cell i may still hold: none of its row, column and box peers holds them (0 = blank)."""
+    bits = _candidates(cells, i)
+    return [d for d in range(1, N + 1) if bits >> (d - 1) & 1]
+
+
+def is_single(cells: list[int], i: int) -> bool:
+    """Blank cell i is forced by one step of logic: one candidate left (a naked single), or a
+    digit that no other blank of one of its units can hold (a hidden single)."""
+    mine = candidates(cells, i)
+    if len(mine) == 1:
+        return True
+    for unit in UNITS:
+        if i in unit:
+            others = set()
+            for j in unit:
+                if j != i and cells[j] == 0:
+                    others.update(candidates(cells, j))
+            if any(d not in others and d not in (cells[j] for j in unit) for d in mine):
+                return True
+    return False
+
+
 def random_grid(rng: random.Random) -> list[int]:
     """A uniformly shuffled valid full grid (backtracking fill, digits tried in random order)."""
     cells = [0] * CELLS

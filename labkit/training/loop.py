@@ -20,7 +20,7 @@ import torch
 
 from ..models.tiny_net import TinyDLM, TinyDLMConfig
 from .corpus import Corpus
-from .losses import ar_loss, ar_sft_loss, block_distill_loss, masked_diffusion_loss, masked_sft_loss
+from .losses import ar_loss, ar_sft_loss, block_distill_loss, masked_count_loss, masked_diffusion_loss
 from .recipes import RECIPES, TrainConfig
 from .seeds import noise_seed
 
@@ -59,13 +59,25 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def task_kind(cfg: TrainConfig) -> str:
+    """The layout family of a task model: "masked" or "ar" (labkit.tasks.layouts)."""
+    return "masked" if cfg.objective == "diffusion" else "ar"
+
+
 def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
     """A TinyDLM of cfg's shape, initialised from cfg.seed, or from init_from's weights."""
+    structure, formats = None, None
+    if cfg.data == "tasks":
+        from ..tasks.layouts import prompt_formats
+        from ..tasks.layouts import structure as task_structure
+        structure = next((s for t, _ in cfg.tasks if (s := task_structure(t, task_kind(cfg)))), None)
+        formats = [f.to_dict() for t, _ in cfg.tasks for f in prompt_formats(t, task_kind(cfg))]
     mcfg = TinyDLMConfig(vocab_size=len(tokenizer), hidden_size=cfg.hidden_size,
                          num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
                          intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.seq_len,
                          is_causal=cfg.objective == "ar", shift_logits=cfg.shift_logits,
-                         absolute_positions=cfg.absolute_positions,
+                         absolute_positions=cfg.absolute_positions, structure=structure,
+                         prompt_formats=formats,
                          mask_token_id=tokenizer.mask_token_id,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     with torch.random.fork_rng():
@@ -172,7 +184,7 @@ def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) ->
     run = Run(cfg, out, device, model, make_optimizer(cfg, model), corpus, tokenizer.mask_token_id)
     resume(run, log)
     if cfg.data == "tasks":
-        run.tasks = TaskData(tokenizer, cfg.seed, cfg.batch_size, cfg.task_phases)
+        run.tasks = TaskData(tokenizer, cfg.seed, cfg.batch_size, cfg.tasks, task_kind(cfg))
     if cfg.distill:
         run.teacher = distill_rows(cfg, out, tokenizer, log, device)
     model.train()
@@ -200,13 +212,15 @@ def distill_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch
 
 
 def task_loss(run: Run, g: torch.Generator) -> torch.Tensor:
-    """One group of rows per task (each its own canvas length), the SFT form of the objective on
-    each row's loss positions; groups weighted by their rows."""
+    """One group of rows per task (each its own canvas length), the objective on each row's loss
+    positions (masked: the number of masks uniform, with T2T repair at edit_prob); groups weighted
+    by their rows."""
     total, rows = 0.0, 0
     for x0, answer in run.tasks.batch(run.step).values():
         x0, answer = x0.to(run.device), answer.to(run.device)
         if run.cfg.objective == "diffusion":
-            loss = masked_sft_loss(run.logits, x0, run.mask_id, answer=answer, eps=run.cfg.eps, generator=g)
+            loss = masked_count_loss(run.logits, x0, run.mask_id, answer=answer, generator=g,
+                                     edit_prob=run.cfg.edit_prob)
         else:
             loss = ar_sft_loss(run.logits, x0, answer)
         total, rows = total + loss * len(x0), rows + len(x0)

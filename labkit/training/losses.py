@@ -2,6 +2,7 @@
 
 - `masked_diffusion_loss`: LLaDA's pre-training loss (the diffusion models);
 - `masked_sft_loss`: its SFT form (prompt never masked, each row normalised by its answer length);
+- `masked_count_loss`: the task models' form (the number of masks uniform, T2T repair optional);
 - `ar_loss`: next-token cross-entropy (the autoregressive twin); `ar_sft_loss` on chosen targets;
 - `block_distill_loss`: the block-shaped distillation loss (`labkit.training.distill`);
 - the terms both diffusion losses can add: `cap_term` (CAP's entropy penalty) and `edit_term` (T2T
@@ -142,6 +143,38 @@ def masked_sft_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, prompt_lengths
     ce = -logp.gather(-1, x0[..., None]).squeeze(-1)                     # (B, L)
     per_row = torch.where(masked, ce, 0.0).sum(-1) / t / ans.sum(-1)     # (B,)
     return per_row.mean()
+
+
+def masked_count_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, answer: torch.Tensor,
+                      generator: torch.Generator | None = None, edit_prob: float = 0.0) -> torch.Tensor:
+    """The masked objective with the number of masks drawn uniformly (the task models' form).
+
+    Each row of x0 (B, L) with n answer positions (`answer` (B, L) bool) masks k of them, k
+    uniform on 1..n, the k chosen uniformly; the row's loss is Σ_masked CE / k, and rows are
+    averaged. (This is the 1/t-weighted bound of `masked_sft_loss` with t = k / n drawn from the
+    counts a canvas can hold: every count from one mask to all of them equally often, which
+    trains a puzzle's late steps, one or two blanks left, as often as its first.)
+    `edit_prob` (T2T training): each unmasked answer token is, with this probability, replaced by
+    an answer token drawn from the batch (a wrong digit, most of the time), and every unmasked
+    answer position also learns its clean token (`edit_term`): the model learns to repair a
+    written cell. Draws from `generator`: k, the order of positions, then the edit noise."""
+    B, L = x0.shape
+    ans = answer_mask(x0, answer=answer)                                 # (B, L)
+    n = ans.sum(-1)                                                      # (B,)
+    k = (torch.rand(B, generator=generator) * n.cpu()).long() + 1        # (B,) uniform on 1..n
+    order = torch.rand(B, L, generator=generator).masked_fill(~ans.cpu(), 2.0).argsort(-1).argsort(-1)
+    masked = (order < k[:, None]).to(x0.device) & ans                   # (B, L): k per row
+    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
+    filled = ans & ~masked
+    if edit_prob:
+        lo = int(torch.where(ans.any(0))[0][0])                          # first answer column
+        xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, 0.0, generator, lo), xt)
+    logits = logits_fn(xt)                                               # (B, L, V)
+    ce = F.cross_entropy(logits.transpose(1, 2).float(), x0, reduction="none")   # (B, L)
+    loss = (torch.where(masked, ce, 0.0).sum(-1) / k.to(x0.device)).mean()
+    if edit_prob and filled.any():
+        loss = loss + edit_term(logits, x0, filled, 1.0)
+    return loss
 
 
 def ar_loss(logits_fn, x0: torch.Tensor) -> torch.Tensor:

@@ -37,7 +37,7 @@ class TrainConfig:
     init_from: str = ""            # "" = random init; else a model folder or embedded name ("tiny-ar")
     shift_logits: bool = False     # Dream-style AR adaptation: hidden i-1 predicts token i
     absolute_positions: bool = False   # + learned position embeddings (the task models' fixed layouts)
-    task_phases: tuple = ()        # data="tasks": ((first step, (task, ...)), ...), a curriculum; () = all tasks
+    tasks: tuple = ()              # data="tasks": ((task, share of batch_size), ...), one model's tasks
     distill: int = 0               # > 0: self-distil on the init model's answers to this many prompts
     distill_length: int = 128      # answer tokens the teacher writes per prompt
     distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
@@ -84,9 +84,26 @@ class TrainConfig:
             raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
         if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
             raise ValueError("shift_logits, cap_weight, edit_prob and distill apply to objective='diffusion' only")
-        if self.data == "tasks" and (self.distill or self.init_from or self.cap_weight or self.edit_prob):
-            raise ValueError("data='tasks' trains from scratch with the plain loss: no init_from, distill, "
-                             "cap_weight or edit_prob")
+        if self.data == "tasks" and (self.distill or self.init_from or self.cap_weight or self.edit_stutter):
+            raise ValueError("data='tasks' trains from scratch: no init_from, distill, cap_weight or edit_stutter")
+        if self.data == "tasks":
+            self._check_tasks()
+        elif self.tasks:
+            raise ValueError("tasks applies to data='tasks' only")
+
+    def _check_tasks(self) -> None:
+        from ..tasks import TASKS
+        from ..tasks.layouts import row_length, structure
+        names = [t for t, _ in self.tasks] if all(isinstance(t, (tuple, list)) and len(t) == 2
+                                                  for t in self.tasks) else None
+        if not names or any(t not in TASKS for t in names):
+            raise ValueError(f"tasks must be ((task, share), ...) with tasks from {', '.join(TASKS)}, got {self.tasks!r}")
+        kind = "masked" if self.objective == "diffusion" else "ar"
+        if len(names) > 1 and any(structure(t, kind) for t in names):
+            raise ValueError(f"tasks {names}: a task with structure tables (sudoku, addition) trains alone")
+        longest = max(row_length(t, kind) for t in names)
+        if self.seq_len < longest:
+            raise ValueError(f"seq_len must be >= {longest} (the longest row of {', '.join(names)}), got {self.seq_len}")
         if self.distill < 0 or (self.distill and not self.init_from):
             raise ValueError(f"distill must be 0 (off) or a prompt count > 0 with init_from set (the "
                              f"teacher), got distill={self.distill}, init_from={self.init_from!r}")
@@ -94,15 +111,6 @@ class TrainConfig:
 
 # The committed models, in the order they are trained: tiny-ar from scratch, tiny adapted from it,
 # tiny-cap distilled from tiny. How tiny-cap's settings were chosen: benchmarks/results/recipes.md.
-# tiny-task and tiny-task-ar: twins of one shape, data, batch and step count on the puzzles of
-# labkit.tasks, from scratch (seq_len: the longest row, a Sudoku, plus its EOS run).
-# A curriculum: at first mirror and addition alone (a masked model beside all four tasks stays on
-# its plateau), Sudoku from step 250, everything from 650.
-TASK_PHASES = ((0, ("mirror", "addition")), (250, ("mirror", "addition", "sudoku")),
-               (650, ("sudoku", "addition", "reversal", "mirror")))
-TASK_SHAPE = dict(data="tasks", vocab_size=77, hidden_size=128, num_layers=6, num_heads=4, intermediate_size=344,
-                  absolute_positions=True, seq_len=128, batch_size=288, steps=1300, lr=2e-3, warmup=100,
-                  short_batch_prob=0.0, bf16=False, task_phases=TASK_PHASES)
 RECIPES = {
     "tiny-ar": TrainConfig(objective="ar"),
     "tiny": TrainConfig(init_from="tiny-ar", shift_logits=True, steps=2400, lr=1e-3),
@@ -110,6 +118,26 @@ RECIPES = {
     # (half of it neighbour copies: the stutters a parallel draft makes)
     "tiny-cap": TrainConfig(init_from="tiny", shift_logits=True, steps=2000, lr=5e-4, warmup=50,
                             cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, distill=512),
-    "tiny-task": TrainConfig(**TASK_SHAPE),
-    "tiny-task-ar": TrainConfig(objective="ar", **TASK_SHAPE),
 }
+
+# The task models: one pair (masked model, AR twin) per task family, twins of one shape, data,
+# batch and step count, from scratch, each layout's positions known to the model (labkit.tasks.layouts).
+# The number of masks is drawn uniformly (losses.masked_count_loss); how the recipe was found:
+# docs/models.md. tiny-sudoku also learns to repair written cells (edit_prob), for draft-and-edit.
+TASK_SHAPE = dict(data="tasks", vocab_size=77, hidden_size=128, num_layers=4, num_heads=4, intermediate_size=344,
+                  absolute_positions=True, lr=1e-3, warmup=300, weight_decay=0.01, short_batch_prob=0.0, bf16=False,
+                  ckpt_every=250)
+
+
+def _pair(name: str, masked_len: int, ar_len: int, edit_prob: float = 0.0, **knobs) -> dict:
+    """tiny-NAME and tiny-NAME-ar: the same shape, data, batch and steps (seq_len: each layout's row)."""
+    shape = {**TASK_SHAPE, **knobs}
+    return {f"tiny-{name}": TrainConfig(seq_len=masked_len, edit_prob=edit_prob, **shape),
+            f"tiny-{name}-ar": TrainConfig(objective="ar", seq_len=ar_len, **shape)}
+
+
+RECIPES.update(_pair("sudoku", 37, 74, edit_prob=0.1, tasks=(("sudoku", 1.0),), batch_size=64, steps=6000))
+RECIPES.update(_pair("facts", 22, 22, tasks=(("reversal", 0.8), ("mirror", 0.2)), batch_size=160, steps=10000,
+                     weight_decay=0.0))
+RECIPES.update(_pair("add", 19, 19, tasks=(("addition", 1.0),), batch_size=128, steps=8000))
+TASK_MODELS = tuple(name for name, cfg in RECIPES.items() if cfg.data == "tasks")

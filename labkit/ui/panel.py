@@ -20,7 +20,7 @@ from ..controls import Keywords
 from ..models.handle import Denoiser
 from ..models.load import EMBEDDED, load
 from ..samplers import registry
-from ..tasks import answer_length, example_prompt, is_task_model
+from ..tasks import answer_length, example_prompt, is_task_model, model_tasks
 from .panel_run import Drawing, Running
 from .plumbing import Scrubber, show_error, show_notice
 
@@ -219,7 +219,7 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
             raise ValueError(f"views must be drawn from {VIEWS}, got {bad}")
         self.views = tuple(views)
         if is_task_model(lm.name) and prompt == DEFAULT_PROMPT:
-            prompt = example_prompt("sudoku")       # a task model answers puzzles, not plays
+            prompt = example_prompt(model_tasks(lm.name)[0])    # a task model answers puzzles, not plays
         self.live_every = live_every
         self.models = ModelMenu(lm)
         self.lm = lm

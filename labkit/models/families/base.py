@@ -66,6 +66,11 @@ class Family:
     def context_length(self, config: dict) -> int | None:
         return next((int(config[k]) for k in self.context_keys if config.get(k) is not None), None)
 
+    def usable_context(self, net: torch.nn.Module, config: dict) -> int | None:
+        """The tokens a row may hold, read from the built network where it differs from the config's
+        context (a RoBERTa's first positions are reserved); by default the config's."""
+        return self.context_length(config)
+
     def forward(self, net: torch.nn.Module, x: Tensor, attention_mask: Tensor | None) -> Tensor:
         """x (B, L) long, attention_mask (B, L) {0 pad, 1 token} or None → logits (B, L, V), the same
         for a row whatever the batch's padding: position i's logits predict token i for a masked

@@ -39,6 +39,12 @@ class _Transformers(Family):
                               f"classification checkpoint has no trained language-model head")
         return (net if placed else net.to(device)).eval()
 
+    def usable_context(self, net, config: dict) -> int | None:
+        """A RoBERTa-style network's positions start after its padding position: max_position_embeddings
+        514 with padding_idx 1 holds 512 tokens."""
+        n, pad = self.context_length(config), _padding_position(net)
+        return n if n is None or pad is None else n - pad - 1
+
     def forward(self, net, x, attention_mask):
         extra = {}
         if _takes_positions(type(net)):

@@ -1,0 +1,132 @@
+"""The task models' cards (README.md in the folder of each model of labkit.tasks's pairs), written
+from their training.json, config.json and a `labkit.eval.exact` result: what the model is, the
+questions it reads, how it was trained, its held-out exact-match accuracy with 95% intervals, and,
+where `labkit bench tasks` has run, the pair's targets against what they reached."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from safetensors import safe_open
+
+from ..models.load import model_folder
+from ..tasks import addition, mirror, reversal, sudoku
+from ..tasks.layouts import prompt_formats
+from ..training.loop import ADAM_BETAS
+from .task_tables import markdown_targets, pct, targets
+from .tasks import PAIRS
+
+DATA = {
+    "sudoku": f"Sudoku {sudoku.N}×{sudoku.N}: complete grids drawn from a pool of backtracking fills of the run "
+              "seed, each draw a random validity-preserving symmetry of one (digits relabelled; bands, rows, stacks, "
+              "columns permuted); the masked model sees complete grids with k of the 36 cells masked (k uniform), "
+              f"the AR twin the same grids as unique puzzles of {sudoku.TRAIN_CLUES[0]}–{sudoku.TRAIN_CLUES[1]} clues "
+              "then their solution. Held-out puzzles (one solution each) by level: "
+              + ", ".join(f"{k} {lo}–{hi} clues" for k, (lo, hi) in sudoku.LEVELS.items()) + ".",
+    "addition": f"Addition of two {addition.WIDTH}-digit numbers, the sum written most-significant digit first.",
+    "reversal": f"Facts `A>B` between made-up names of {reversal.NAME} letters: {reversal.ONE_WAY} trained forward "
+                f"only (the questions), {reversal.TWO_WAY} also trained reversed (`B<A`), the loss on the whole fact.",
+    "mirror": f"Mirror: {mirror.LENGTH} letters written backwards.",
+}
+HELDOUT = ("Held out: items whose key (solution grid, operands, letters) hashes into one bucket of ten are never "
+           "trained on; the reversal questions ask trained facts in layouts never trained.")
+
+
+def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[str]:
+    cfg = training["config"]
+    tasks = [t for t, _ in cfg["tasks"]]
+    kind = "ar" if cfgm.get("is_causal") else "masked"
+    with safe_open(folder / "model.safetensors", "pt") as f:
+        size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys() if k != "structure_ids")
+    mb = (folder / "model.safetensors").stat().st_size / 1e6
+    what = "causal (the AR twin)" if kind == "ar" else "bidirectional masked-diffusion"
+    structure = {"sudoku": "row, column and box embeddings (a puzzle cell and its answer cell share them)"
+                 if kind == "ar" else "row, column and box embeddings per cell",
+                 "addition": "a place-value embedding per digit (shared by both operands and the sum)"}
+    extra = "; ".join(structure[t] for t in tasks if t in structure)
+    hist = training["loss_history"]
+    loss = ("the masked objective with the number of masks k uniform over the answer, each row's loss / k"
+            + (f", and T2T repair: each written cell replaced by noise with probability {cfg['edit_prob']}, "
+               "every written cell taught its clean digit" if cfg.get("edit_prob") else "")
+            if kind == "masked" else "next-token cross-entropy on the answer")
+    return [
+        f"# labkit `{model}`: a tiny {what} LM for {', '.join(tasks)}",
+        "",
+        f"Trained from scratch by `labkit train --recipe {model}` (`make model-tasks` trains every task model, one "
+        "thread each); loaded by `labkit.load()`.",
+        "",
+        "## Model",
+        f"- {size / 1e6:.2f}M parameters ({mb:.2f} MB): {cfgm['num_hidden_layers']} layers, d_model "
+        f"{cfgm['hidden_size']}, {cfgm['num_attention_heads']} heads, SwiGLU {cfgm['intermediate_size']}, RMSNorm, "
+        "RoPE and learned absolute positions" + (f", {extra}" if extra else "") + "; tied embeddings; context "
+        f"{cfgm['max_position_embeddings']} tokens; {cfgm['vocab_size']} character tokens.",
+        "",
+        "## Questions (`labkit.generate(lm, question)`; labkit.tasks.layouts)",
+        *(f"- `{f.pattern}` → reads `{f.prompt}`, " + (f"solved in place ({f.answer} cells, '{f.blanks}' blank)"
+          if f.blanks else f"answers {f.answer} characters") for t in tasks for f in prompt_formats(t, kind)),
+        "",
+        "## Data (`labkit.tasks`, built in code from a seed; one token per character)",
+        *(f"- {DATA[t]}" for t in tasks),
+        f"- {HELDOUT}",
+        "",
+        "## Recipe",
+        f"- Objective: {loss}.",
+        f"- {cfg['steps']} steps × {cfg['batch_size']} rows (" + ", ".join(f"{t} {s:.0%}" for t, s in cfg["tasks"])
+        + f"); AdamW {ADAM_BETAS}, wd {cfg['weight_decay']}, lr {cfg['lr']} with {cfg['warmup']} warm-up steps and "
+        f"cosine decay to {cfg['min_lr_ratio']}×; float32; seed {cfg['seed']}.",
+        f"- Training time: {training['train_seconds'] / 60:.1f} min on one CPU thread; loss {hist[0][1]} at step "
+        f"{hist[0][0]}, {hist[-1][1]} at step {hist[-1][0]} (running mean; `loss_history` in training.json).",
+        "",
+    ]
+
+
+def _eval_lines(model: str, result: dict) -> list[str]:
+    lines = [f"## Evaluation (`labkit eval --model {model}`, held-out items)", "",
+             f"Rule: `{result['sampler']}`.", "",
+             "| task | items | exact match | 95% interval | NFE per item | TPF |", "|---|---|---|---|---|---|"]
+    for task, r in result["tasks"].items():
+        rows = [(task, r)] + [(f"{task}: {g}", s) for g, s in r.get("groups", {}).items()]
+        for label, s in rows:
+            lo, hi = s["ci95"]
+            lines.append(f"| {label} | {s['n']} | {pct(s['accuracy'])} | {pct(lo)}–{pct(hi)} | {s['nfe_mean']} | "
+                         f"{s['tpf']} |")
+    return lines + ["", "Every decoding rule, the AR twin side by side and the spread over training seeds: "
+                    "docs/models.md (\"Where diffusion wins\") and notebooks/11_where_diffusion_wins.ipynb.", ""]
+
+
+RESULTS = Path("benchmarks") / "results"     # labkit bench tasks / task-seeds, from the repository root
+
+
+def sizes_mb() -> dict[str, float]:
+    return {m: round((model_folder(m) / "model.safetensors").stat().st_size / 1e6, 2)
+            for pair in PAIRS.values() for m in pair[:2] if (model_folder(m) / "model.safetensors").is_file()}
+
+
+def _target_lines(model: str, results: Path) -> list[str]:
+    """The pair's targets against `labkit bench tasks`'s measurements, where that file is at hand."""
+    tasks_json, seeds_json = results / "tasks.json", results / "task_seeds.json"
+    if not tasks_json.is_file():
+        return []
+    result = json.loads(tasks_json.read_text())
+    if set(result.get("pairs", {})) != set(PAIRS):
+        return []
+    seeds = json.loads(seeds_json.read_text()) if seeds_json.is_file() else None
+    pair = next(p for p, (m, ar, _) in PAIRS.items() if model in (m, ar))
+    prefix = {"sudoku": ("Sudoku", "Parallel, Sudoku", "Editing"), "facts": ("Facts", "Parallel, mirror"),
+              "add": ("Addition",)}[pair]
+    rows = [r for r in targets(result, seeds, sizes_mb()) if r["target"].startswith(prefix + (model + ":",))]
+    return ["## Targets, and by how much they were missed", "",
+            f"From `{tasks_json.as_posix()}` (every rule and the AR twin)"
+            + (f" and `{seeds_json.as_posix()}`" if seeds else "") + ".", "", markdown_targets(rows), ""]
+
+
+def write_task_card(model: str, result: dict, results: Path = RESULTS) -> Path:
+    """Write README.md into the task model's folder (an embedded name or a path)."""
+    folder = model_folder(model)
+    training = json.loads((folder / "training.json").read_text())
+    cfgm = json.loads((folder / "config.json").read_text())
+    path = folder / "README.md"
+    path.write_text("\n".join([*_model_lines(model, folder, training, cfgm), *_eval_lines(model, result),
+                               *_target_lines(model, Path(results))]))
+    return path

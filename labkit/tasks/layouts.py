@@ -1,0 +1,106 @@
+"""Where each task's characters sit on a model's canvas, and what each position knows.
+
+Every task model is one pair (masked model, AR twin) trained on one task family. A training row
+is one string (one token per character) and the position its answer starts at; the loss covers
+the answer. The masked Sudoku model's canvas is the grid itself (the answer is all 36 cells:
+clues are given in place, blanks are masks); every other layout is prompt then answer, the same
+for both twins:
+
+    sudoku, masked   S<36 digits>                      answer: the 36 cells
+    sudoku, AR       S<36 cells, '.' blank>=<36 digits>   answer: the solution after '='
+    addition         A<5 digits>+<5 digits>=<6 digits>  answer: the sum, most significant digit first
+    reversal         R<name>><name>  (or R<name><<name>) answer: the whole fact after the tag
+    mirror           C<10 letters>=<10 letters>         answer: the letters reversed
+
+`structure(task, kind)` gives the model's structure tables (labkit.models.tiny_net): for Sudoku a
+cell's row, column and 2×3 box (a puzzle cell and its answer cell share them in the AR layout);
+for addition a digit's place value (shared by both operands and the sum). Id 0 means "none" (tags
+and signs). Facts and mirror rows have learned positions only.
+"""
+from __future__ import annotations
+
+from ..models.formats import PromptFormat
+from . import addition, mirror, reversal, sudoku
+
+KINDS = ("masked", "ar")
+
+
+def _cells(table) -> list[int]:
+    """Ids 1.. of each cell under `table` (cell index → group)."""
+    return [1 + table(i) for i in range(sudoku.CELLS)]
+
+
+def _sudoku_tables() -> list:
+    bh, bw = sudoku.BOX
+    n = sudoku.N
+    return [lambda i: i // n, lambda i: i % n, lambda i: (i // n) // bh * (n // bw) + (i % n) // bw]
+
+
+def sudoku_structure(kind: str) -> list[list[int]]:
+    """[rows, columns, boxes]: ids per position of the masked layout (tag + grid) or the AR one
+    (tag + puzzle + '=' + solution, a puzzle cell and its solution cell sharing ids)."""
+    if kind == "masked":
+        return [[0, *_cells(t)] for t in _sudoku_tables()]
+    return [[0, *_cells(t), 0, *_cells(t)] for t in _sudoku_tables()]
+
+
+def addition_structure() -> list[list[int]]:
+    """[place values]: 1 + the power of ten each digit counts (operand digit i of WIDTH: WIDTH-1-i;
+    sum digit j of WIDTH+1: WIDTH-j); tags and signs 0."""
+    w = addition.WIDTH
+    operand = [1 + w - 1 - i for i in range(w)]
+    total = [1 + w - j for j in range(w + 1)]
+    return [[0, *operand, 0, *operand, 0, *total]]
+
+
+def structure(task: str, kind: str) -> list[list[int]] | None:
+    """The structure tables of `task`'s layout for a `kind` model, or None (positions only)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    if task == "sudoku":
+        return sudoku_structure(kind)
+    if task == "addition":
+        return addition_structure()
+    return None
+
+
+def sudoku_row(grid: list[int], puzzle: list[int], kind: str) -> tuple[str, int]:
+    """(row text, answer start) of one Sudoku training row."""
+    if kind == "masked":
+        return f"S{sudoku.encode_cells(grid)}", 1
+    p = f"S{sudoku.encode_cells(puzzle)}="
+    return p + sudoku.encode_cells(grid), len(p)
+
+
+def prompt_formats(task: str, kind: str) -> list[PromptFormat]:
+    """The questions a `kind` model of `task` reads (labkit.models.formats): the question typed
+    plainly, or with its tag and '=' as the training rows have them.
+
+    sudoku     36 cells, digits 1-6 and '.' for a blank, row by row: "..3.1.....6.." (masked:
+               solved in place, the clues fixed in their cells; AR: the solution after the puzzle)
+    addition   "12345+67890": the sum, 6 digits, most significant first
+    reversal   "abcd>": the name after; "abcd<": the name before (reversed order); masked only,
+               as an infill of the trained layout: "____>abcd" or "abcd>____"
+    mirror     "qwertyuiop": the letters backwards"""
+    n, w, name, m = sudoku.N, addition.WIDTH, reversal.NAME, mirror.LENGTH
+    if task == "sudoku":
+        cells = rf"S?([1-{n}.]{{{sudoku.CELLS}}})=?"
+        return [PromptFormat(cells, "S", sudoku.CELLS, blanks=".") if kind == "masked"
+                else PromptFormat(cells, "S{}=", sudoku.CELLS)]
+    if task == "addition":
+        return [PromptFormat(rf"A?(\d{{{w}}}\+\d{{{w}}})=?", "A{}=", w + 1)]
+    if task == "mirror":
+        return [PromptFormat(rf"C?([a-z]{{{m}}})=?", "C{}=", m)]
+    out = [PromptFormat(rf"R?([a-z]{{{name}}}[<>])", "R{}", name)]
+    if kind == "masked":
+        out.append(PromptFormat(rf"R?(_{{{name}}}>[a-z]{{{name}}}|[a-z]{{{name}}}>_{{{name}}})", "R",
+                                2 * name + 1, blanks="_"))
+    return out
+
+
+def row_length(task: str, kind: str) -> int:
+    """Characters of a training row of `task` for a `kind` model (the model's context)."""
+    return {"sudoku": 1 + sudoku.CELLS + (0 if kind == "masked" else 1 + sudoku.CELLS),
+            "addition": 1 + 2 * addition.WIDTH + 2 + addition.WIDTH + 1,
+            "reversal": 2 + 2 * reversal.NAME,
+            "mirror": 2 + 2 * mirror.LENGTH}[task]
