@@ -276,3 +276,49 @@ def test_commit_step_colour_bar_lies_under_the_row(trace):
     bar = fig.data[0].colorbar
     assert bar.orientation == "h" and bar.len >= 0.8 and bar.y < 0
     assert fig.layout.margin.b >= 100
+
+
+def test_a_plotly_figure_has_a_static_png_twin_drawn_from_its_data():
+    import base64
+    import io
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    from matplotlib.image import imread
+    from plotly.subplots import make_subplots
+
+    from labkit.ui.static import PLOTLY_MIME, _array, figure_png, register
+
+    lm = lk.toy()
+    out = lk.generate(lm, ["to be", "or not"], gen_length=16, block_length=8, steps=16)
+    two = make_subplots(rows=1, cols=2)
+    two.add_trace(go.Scatter(y=[1, 3, 2], mode="lines+markers", name="a"), 1, 1)
+    two.add_trace(go.Bar(x=["p", "q"], y=[2, 5]), 1, 2)
+    two.add_trace(go.Scatter(y=[0, 1]), 1, 2)
+    for fig in (lk.viz.heatmap(out.trace, lm), lk.viz.heatmap(out.trace, lm, kind="commit_step"),
+                lk.viz.step_slider(out.trace, lm), two):
+        png = figure_png(fig.to_dict())
+        image = imread(io.BytesIO(png))
+        assert image.shape[0] > 100 and image.shape[1] > 300 and image[..., :3].std() > 0.05   # drawn, not blank
+    bundle = pio.renderers[register()].to_mimebundle(lk.viz.heatmap(out.trace, lm).to_dict())
+    assert set(bundle) == {PLOTLY_MIME, "image/png"} and base64.b64decode(bundle["image/png"])[:4] == b"\x89PNG"
+    typed = {"dtype": "f4", "bdata": base64.b64encode(np.arange(6, dtype="f4").tobytes()).decode(), "shape": "2, 3"}
+    assert np.array_equal(_array(typed), np.arange(6, dtype="f4").reshape(2, 3))
+    lk.viz.notebook_mode()
+    assert pio.renderers.default == "labkit"
+
+
+def test_every_stored_plotly_figure_carries_a_png():
+    """Every plotly figure stored in a notebook also carries its PNG, so GitHub, nbviewer and
+    print show it (notebooks re-executed with lk.viz.notebook_mode())."""
+    import json
+    from pathlib import Path
+
+    figures = 0
+    for path in sorted(Path(__file__).resolve().parents[1].glob("notebooks/*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for o in cell.get("outputs", []):
+                if "application/vnd.plotly.v1+json" in o.get("data", {}):
+                    figures += 1
+                    assert "image/png" in o["data"], f"{path.name} cell {i}: a plotly figure without its PNG"
+    assert figures >= 20

@@ -52,10 +52,13 @@ from .grids import canvas_grid, commit_grid, stats_table, token_grid, token_grid
 
 
 def notebook_mode() -> None:
-    """Show plotly figures through JupyterLab's plotly mime renderer only (no 4 MB of inlined
-    plotly.js per notebook). Call it once in a notebook's first cell."""
+    """Show plotly figures through JupyterLab's plotly mime renderer (no 4 MB of inlined plotly.js
+    per notebook), each with a static PNG twin in the same output (labkit.ui.static), so GitHub,
+    nbviewer and a printout show it too. Call it once in a notebook's first cell."""
     import plotly.io as pio
-    pio.renderers.default = "plotly_mimetype"
+
+    from .static import register
+    pio.renderers.default = register()
 
 
 # --- what a heatmap draws ---------------------------------------------------------------------
