@@ -137,7 +137,7 @@ def _pair(name: str, masked_len: int, ar_len: int, edit_prob: float = 0.0, **kno
 
 
 RECIPES.update(_pair("sudoku", 37, 74, edit_prob=0.1, tasks=(("sudoku", 1.0),), batch_size=64, steps=6000))
-RECIPES.update(_pair("facts", 22, 22, tasks=(("reversal", 0.8), ("mirror", 0.2)), batch_size=160, steps=10000,
+RECIPES.update(_pair("facts", 22, 22, tasks=(("reversal", 0.8), ("mirror", 0.2)), batch_size=160, steps=6000,
                      weight_decay=0.0))
 RECIPES.update(_pair("add", 19, 19, tasks=(("addition", 1.0),), batch_size=128, steps=8000))
 TASK_MODELS = tuple(name for name, cfg in RECIPES.items() if cfg.data == "tasks")
