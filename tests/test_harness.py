@@ -89,6 +89,21 @@ def test_multiple_choice_ranks_the_true_answer_first_far_more_often_than_chance(
     assert again["acc,none"] == r["acc,none"]
 
 
+@pytest.mark.parametrize("model, task, floor", [("tiny-sudoku", "labkit_puzzle_sudoku", 0.9),
+                                                ("tiny-sudoku-ar", "labkit_puzzle_sudoku", 0.0),
+                                                ("tiny-facts", "labkit_puzzle_reversal_infill", 0.9)])
+def test_the_task_models_answer_their_puzzles_through_lm_eval(model, task, floor):
+    """A question as lm-eval poses it (the context, then the generation) is read in the model's own
+    layout: the masked Sudoku model solves the puzzle in place, the facts model fills the gap."""
+    r = evaluate(LabkitLM(model=model, batch_size=8), [task], limit=16)[task]
+    assert r["exact_match,none"] >= floor, r
+
+
+def test_a_left_to_right_model_cannot_fill_the_infill_questions():
+    r = evaluate(LabkitLM(model="tiny-facts-ar", batch_size=8), ["labkit_puzzle_reversal_infill"], limit=8)
+    assert r["labkit_puzzle_reversal_infill"]["exact_match,none"] == 0.0
+
+
 def test_the_shakespeare_choice_scores_are_the_same_twice(tiny_ar_lm):
     r = evaluate(tiny_ar_lm, ["labkit_shakespeare_line_end"], limit=24)["labkit_shakespeare_line_end"]
     again = evaluate(tiny_ar_lm, ["labkit_shakespeare_line_end"], limit=24)["labkit_shakespeare_line_end"]

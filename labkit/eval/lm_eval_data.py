@@ -7,8 +7,9 @@ with no network:
 - `shakespeare_complete` (generation): a line's first words; the rest of the line is the target
   (exact match and word-overlap F1);
 - `puzzle_*` (generation, exact match): the held-out items of `labkit.tasks` that a prompt can ask
-  (Sudoku, addition, mirror, and reversal forward and in reversed surface order; the infill
-  questions need a canvas with fixed text on both sides, which lm-eval cannot pose), and
+  (Sudoku, addition, mirror, and reversal forward and in reversed surface order), the backward
+  questions as an infill typed the way a masked task model reads them (`puzzle_reversal_infill`:
+  `____>B`, the answer the whole fact, solved in place; a left-to-right model cannot answer), and
   `puzzle_mirror_choice` (multiple choice): a mirror question's answer among three near misses.
 
     python -m labkit.eval.lm_eval_data          # rewrites the JSONL files (tests check they are current)
@@ -84,6 +85,20 @@ def puzzles(task: str, group: str = "", n: int = PUZZLE_ITEMS) -> list[dict]:
     return [{"context": it.prompt, "target": it.answer, "group": it.group} for it in items[:n]]
 
 
+def reversal_infill(n: int = PUZZLE_ITEMS) -> list[dict]:
+    """The backward questions as an infill of the trained layout, typed as a masked task model reads
+    them (`____>B`, solved in place): the answer is the whole fact `A>B` (only a model that fills a
+    gap around given text can answer; a left-to-right model cannot)."""
+    from ..tasks import heldout, reversal
+
+    items = [it for it in heldout("reversal") if it.group == "backward_infill"][:n]
+    out = []
+    for it in items:
+        b = it.infill.split(">")[1]
+        out.append({"context": "_" * reversal.NAME + ">" + b, "target": f"{it.answer}>{b}", "group": it.group})
+    return out
+
+
 def mirror_choice(n: int = PUZZLE_ITEMS, seed: int = 0) -> list[dict]:
     """Held-out mirror questions as multiple choice: the true answer among three near misses (two
     letters swapped, one letter changed, the letters not reversed)."""
@@ -120,6 +135,7 @@ def datasets() -> dict[str, list[dict]]:
         "puzzle_mirror_choice": mirror_choice(),
         "puzzle_reversal_forward": puzzles("reversal", "forward"),
         "puzzle_reversal_backward": puzzles("reversal", "backward_reversed"),
+        "puzzle_reversal_infill": reversal_infill(),
     }
 
 

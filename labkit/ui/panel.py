@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .. import defaults
 from ..controls import Keywords
+from ..models.formats import formats_of
 from ..models.handle import Denoiser
 from ..models.load import EMBEDDED, load
 from ..samplers import registry
@@ -88,6 +89,7 @@ class _Knobs:
         from ..samplers import knobs as kn
         sl = dict(continuous_update=False, style={"description_width": "110px"}, layout=w.Layout(width="330px"))
         longest = min(MAX_GEN_LENGTH, lm.max_length - PROMPT_ROOM) if lm.max_length else MAX_GEN_LENGTH
+        longest = max([longest, *(f.answer for f in formats_of(lm))])   # a task model: its answers fit
         self.gen_length = w.IntSlider(gen_length, min=1, max=max(8, longest), step=1,
                                       description="gen_length", **sl)
         self.block_length = w.IntSlider(block_length, min=1, max=128, step=1, description="block_length", **sl)
