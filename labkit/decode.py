@@ -356,7 +356,8 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     `on_start(trace)` is called with the run's trace before the first step, and `on_step(rec)`
     after each step once the trace holds it (the lab panel draws the trace as it fills); an
     exception raised by either stops the run there.
-    stats: nfe (forward passes of the batch), gen_tokens (decided answer tokens, all rows),
+    stats: nfe (forward passes of the batch), gen_tokens (decided answer tokens, all rows, less
+    the characters an in-place question fixed: a Sudoku's clues are not written by the model),
     row_nfe (forward passes summed over rows: each row counts the steps it took part in),
     tpf (gen_tokens / row_nfe: tokens per forward pass as each row saw it), seconds,
     tps (tokens per second, all rows). `accel`: as in stream().
@@ -388,5 +389,6 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     trace.to_host()                                 # records kept on the device (accel.trace) come over
     seconds = time.perf_counter() - t0
     final, P = trace.final, trace.prompt_len
-    gen_tokens = int((final[:, P:] != lm.mask_id).sum())
+    given = sum(ch is not None for canvas in canvases or () for ch in canvas)   # an in-place question's own
+    gen_tokens = int((final[:, P:] != lm.mask_id).sum()) - given
     return collect(trace, answer_texts(lm, final, P), seconds=seconds, gen_tokens=gen_tokens)
