@@ -23,7 +23,7 @@ def sd():
 def test_any_rule_solves_a_sudoku_in_place_with_its_clues_kept(sd, easy, rule):
     puzzles = [it.prompt[1:-1] for it in easy]                     # 36 cells, '.' for a blank
     out = lk.generate(sd, puzzles, rule, seed=0)
-    for p, text, it in zip(puzzles, out.texts, easy):
+    for p, text in zip(puzzles, out.texts):
         assert len(text) == sudoku.CELLS and text.isdigit()
         assert all(c == q for c, q in zip(text, p) if q != ".")     # every clue in its cell
     P = out.trace.prompt_len
