@@ -104,10 +104,12 @@ bench-tasks: install
 # The speed-quality table of every sampler on tiny and tiny-cap, 96 prompts (tiny-cap alone took 52 min on 2 cores).
 bench-samplers: install
 	$(BIN)/labkit bench samplers --model tiny --cap-model tiny-cap --out benchmarks/results
+	$(BIN)/labkit bench draft-edit --out benchmarks/results
 
 # Keyword control hit rates and gen-PPL ratio (30 triples x 4 samples), infill and re-noise checks.
 bench-controls: install
 	$(BIN)/labkit bench controls --out benchmarks/results
+	$(BIN)/labkit bench steering --out benchmarks/results
 
 # On a CUDA machine: a random LLaDA-8B-shaped model in bf16: forward vs compute floor, labkit vs the
 # official loops (copies you fetch into benchmarks/official/, ignored by git: generate.py of

@@ -207,6 +207,22 @@ def test_nb03_saved_run_prose_reads_samplers_and_recipe_sweep():
     says(prose, f"S mode from {before['draft_edit_speed']:.2f}× to {_ratio(cap, 'draft_edit_speed'):.2f}×",
          f"Q mode from {before['draft_edit_quality']:.2f}× to {_ratio(cap, 'draft_edit_quality'):.2f}×")
 
+    # the comparisons: tiny's thresholds, Fast-dLLM's finding, LLaDA2.1's ordering, τ 0.7 / 0.5 without edits
+    assert "within 10% of its gen-PPL" in prose and all(_ratio(saved, r) < 1.1 for r in ("threshold_0.9", "threshold_0.7"))
+    assert "TPF stays below 1.2" in prose and max(r["tpf"] for k, r in saved.items() if k.startswith("threshold")) < 1.2
+    says(prose, f"beat the fixed 2-per-step schedule ({_ratio(cap, 'low_confidence_2tok'):.2f}×)",
+         f"beat the fixed 4 per step ({_ratio(cap, 'low_confidence_4tok'):.2f}×)",
+         f"τ 0.7 and 0.5 break ({cap['threshold_0.7']['tpf']:.1f} tokens per forward at "
+         f"{_ratio(cap, 'threshold_0.7'):.1f}×, {cap['threshold_0.5']['tpf']:.1f} at {_ratio(cap, 'threshold_0.5'):.1f}×)",
+         f"holds at {_ratio(cap, 'draft_edit_speed'):.2f}×")
+    assert max(_ratio(cap, r) for r in ("threshold_0.93", "threshold_0.9")) < _ratio(cap, "low_confidence_2tok")
+    assert max(_ratio(cap, r) for r in ("factor_1.0", "draft_edit_quality")) < _ratio(cap, "low_confidence_4tok")
+    s, q = cap["draft_edit_speed"], cap["draft_edit_quality"]
+    assert "S mode has more TPF, Q mode the lower gen-PPL" in prose and s["tpf"] > q["tpf"] and q["gen_ppl"] < s["gen_ppl"]
+    assert "neither keeps the 1-token quality" in prose
+    assert min(_ratio(cap, "draft_edit_speed"), _ratio(cap, "draft_edit_quality")) > 1.1
+    assert "repair most" not in prose                          # a cause no output shows
+
     # the sweep lives in docs/models.md, not in the README
     assert "README has the recipe sweep" not in prose
     says(prose, "`docs/models.md` has the recipe sweep")
@@ -217,13 +233,37 @@ def test_nb03_saved_run_prose_reads_samplers_and_recipe_sweep():
 
 def test_nb03_things_to_try_suggest_a_rule_not_already_in_the_table():
     nb = notebook("03_parallel_decoding.ipynb")
-    table = code_cell(nb, "def compare(model)").source
+    table = code_cell(nb, "def compare(model").source
     compared = set(re.findall(r'"([\w.]+)": \(lk\.', table))
-    assert "CAP_MODEL: compare(cap)" in table                  # tiny-cap is already in the table
-    first = markdown(nb, "## Things to try").split(" 2. ", 1)[0]
+    assert '(CAP_MODEL, saved_run["cap"])' in table            # tiny-cap is already in the table
+    first = markdown(nb, "## Exercises").split("**2.**", 1)[0]
     assert "MODEL = CAP_MODEL" not in first
-    suggested = re.findall(r'"([\w.]+)": \(lk\.Threshold\(threshold=([\d.]+)\)', first)
+    suggested = re.findall(r'rules\["([\w.]+)"\] = \(lk\.Threshold\(threshold=([\d.]+)\)', first)
     assert suggested and all(key not in compared and key == f"threshold_{tau}" for key, tau in suggested)
+    solutions = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Solution")]
+    assert len(solutions) == 3 and all(c.outputs and "NBVAL_CHECK_OUTPUT" in c.source for c in solutions)
+    assert all(f'rules["{key}"] = ' in solutions[0].source for key, _ in suggested)
+
+
+def test_nb03_live_cells_say_what_they_print():
+    """The claims about notebook 03's live runs: few confident commits on `tiny`, TPF growing with
+    the length, and the live rows of the sweep printed beside the saved ones (samplers.json)."""
+    nb = notebook("03_parallel_decoding.ipynb")
+    conf = dict(re.findall(r"(\S+): mean confidence [\d.]+ \| share above 0.5: ([\d.]+)",
+                           output(nb, "def committed_confidence(model)")))
+    prose = markdown(nb, "## Why the plain model cannot go parallel")
+    assert "most of its commits stay below 0.5" in prose and float(conf["tiny"]) < 0.5 < 0.9 < float(conf["tiny-cap"])
+    says(prose, f"{float(conf['tiny']):.0%} of them clear it", f"{float(conf['tiny-cap']):.0%} of `tiny-cap`'s")
+    tpf = [float(t) for t in re.findall(r"TPF ([\d.]+)", output(nb, "for n in (32, 64, 128):"))]
+    assert "TPF grows with the length" in markdown(nb, "## Why short outputs gain less")
+    assert len(tpf) == 3 and tpf[0] < tpf[1] < tpf[2]
+    printed = output(nb, "def compare(model")
+    saved = result("samplers.json")
+    for name, res in (("tiny", saved), ("tiny-cap", saved["cap"])):
+        part = printed.split(f"== saved: {name}, ", 1)[1].split("==", 1)[0]
+        for rule in ("low_confidence_2tok", "threshold_0.9"):
+            r = res[rule]
+            says(part, f"{rule:<22} NFE {r['nfe']:6.1f}  TPF {r['tpf']:5.2f}  gen-PPL {r['gen_ppl']:7.2f}")
 
 
 # ---------------------------------------------------------------- 9. notebook 04's pointer
@@ -427,16 +467,15 @@ def test_edited_notebooks_are_valid_and_keep_their_outputs(name):
 
 
 def test_the_steering_table_in_docs_is_notebook_06s_stored_output_and_its_prose_holds():
-    import re
+    from labkit.bench.steering import table as steering_table
 
-    import nbformat
-
-    nb = nbformat.read(ROOT / "notebooks" / "06_controls.ipynb", as_version=4)
+    nb = notebook("06_controls.ipynb")
+    saved = result("steering.json")                            # `labkit bench steering`
+    table = steering_table(saved)
+    assert table in docs_benchmarks() and table in output(nb, "TOPIC = (")
     i = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code" and "TOPIC = (" in c.source)
-    table = "".join(o.get("text", "") for o in nb.cells[i].outputs).strip()
-    assert table in (ROOT / "docs" / "benchmarks.md").read_text()
-    rows = {m[0]: (int(m[1]), float(m[2]), float(m[3]), float(m[4]))
-            for m in re.findall(r"^\| ([^|]+?) \| (\d+)/8 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", table, re.M)}
+    rows = {k: (r["hits"], r["topic_words_per_sample"], r["gen_ppl"], r["distinct_2"]) for k, r in saved["rows"].items()}
+    assert saved["samples"] == 8 and all(r["samples"] == 8 for r in saved["rows"].values())
     base, s2, s4, s8 = (rows[k] for k in ("unsteered", "Topic strength 2", "Topic strength 4", "Topic strength 8"))
     prose = nb.cells[i + 1].source
     assert "8 overwhelms the model" in prose and s8[3] < base[3] / 2 and s8[0] <= s4[0]
@@ -445,16 +484,67 @@ def test_the_steering_table_in_docs_is_notebook_06s_stored_output_and_its_prose_
     assert all(abs(rows[k][2] / base[2] - 1) < 0.2 and abs(rows[k][3] - base[3]) < 0.1 for k in ("cfg_scale 1", "cfg_scale 2"))
 
 
+def test_nb06_prose_reads_its_outputs_and_controls_json():
+    """Notebook 06's claims: the pin's step count, when each keyword method froze its words, the
+    keyword benchmark (controls.json), the infill and re-noise results, the edits of the combined run."""
+    nb = notebook("06_controls.ipynb")
+    nfe = re.search(r"pinned tokens unchanged at every step: True \| NFE (\d+)", output(nb, "lk.Pin(12")).group(1)
+    says(markdown(nb, "The green column is the pin"), f"the model's {nfe} steps fill the other {nfe} positions")
+
+    printed = output(nb, 'for method in ("place", "boost", "boost_only"):')
+    steps = {m: sorted(int(s) for s in re.findall(r"\d+ \((\d+)\)", line))
+             for m, line in re.findall(r"^(\w+)\s+words found per sample \[.*?\] \| row 0 pinned positions \(step\): (.*)$",
+                                       printed, re.M)}
+    hits = {m: [int(h) for h in re.findall(r"\d", line)]
+            for m, line in re.findall(r"^(\w+)\s+words found per sample \[(.*?)\]", printed, re.M)}
+    prose = markdown(nb, "With **place** the words are pinned at steps")
+    says(prose, f"pinned at steps {steps['place'][0]}-{steps['place'][-1]}",
+         f"pinned at steps {steps['boost'][0]}-{steps['boost'][-1]}, the first steps after block 1 is complete")
+    assert steps["boost"][0] >= 32 > steps["place"][-1] and hits["place"] == hits["boost"] == [3] * len(hits["place"])
+    bench = result("controls.json")
+    assert "neither sample here does" in prose and len(hits["boost_only"]) == 2 and max(hits["boost_only"]) < 3
+    n = bench["triples"] * bench["samples"] // bench["triples"]          # samples: per triple in the JSON
+    says(prose, f"{bench['methods']['boost_only']['hit_all_3']:.1%} of the {n}")
+
+    m = bench["methods"]
+    prose = markdown(nb, "Both placing methods land all three words")
+    assert m["place"]["hit_all_3"] == m["boost"]["hit_all_3"] == 1.0 and f"in all {n} samples" in prose
+    says(prose, f"gives {m['place']['gen_ppl_ratio']:.2f}× the gen-PPL",
+         f"gives {m['boost']['gen_ppl_ratio']:.2f}×, just over it",
+         f"all three words in {m['boost_only']['hit_all_3']:.1%}", f"two or more in {m['boost_only']['hit_at_least_2']:.0%}",
+         f"costs the most ({m['boost_only']['gen_ppl_ratio']:.2f}×)")
+    assert m["place"]["gen_ppl_ratio"] <= 1.5 < m["boost"]["gen_ppl_ratio"] < m["boost_only"]["gen_ppl_ratio"]
+
+    kept = re.findall(r"^kept (\w+):", output(nb, 'template = "Good my lord'), re.M)
+    assert kept == ["True"] * 3 and "byte for byte in all three samples" in markdown(nb, "Only the gap positions")
+
+    renoise = output(nb, 'line = "Come, you spirits')
+    (span, orig), (rand, orig2) = re.findall(r"gen-PPL ([\d.]+) \(original line ([\d.]+)\)", renoise)
+    lines = re.search(r"(\d+) held-out lines .*re-noise 30% gen-PPL ([\d.]+), infill ([\d.]+), the original lines ([\d.]+)",
+                      renoise).groups()
+    r, f = bench["renoise"], bench["infill"]
+    assert lines == (str(r["samples"]), f"{r['gen_ppl']:.1f}", f"{f['gen_ppl']:.1f}", f"{r['gen_ppl_original']:.1f}")
+    assert float(span) < float(orig) == float(orig2) < float(rand) and min(r["gen_ppl"], f["gen_ppl"]) > r["gen_ppl_original"]
+    prose = markdown(nb, "Both edits keep every kept run exactly")
+    says(prose, f"lower than the original line's ({span} against {orig})", f"above the original line's ({rand} against {orig})",
+         f"on the {r['samples']} held-out lines",
+         f"({r['gen_ppl']:.1f} and {f['gen_ppl']:.1f} against {r['gen_ppl_original']:.1f})")
+
+    edits, frozen = re.search(r"Q mode: (\d+) edits, (\d+) of them on frozen positions", output(nb, "both = [lk.Pin(0")).groups()
+    assert frozen == "0" and f"None of the {edits} edits" in markdown(nb, "touched the pinned speaker line")
+    assert "seed 00" not in "".join(c.source for c in nb.cells)
+    assert sum(c.source.startswith("# Solution") for c in nb.cells if c.cell_type == "code") == 3
+
+
 def test_notebook_04s_threshold_sweep_says_what_its_table_shows():
-    import re
+    from labkit.bench.draft_edit import sweep_table
 
-    import nbformat
-
-    nb = nbformat.read(ROOT / "notebooks" / "04_draft_and_edit.ipynb", as_version=4)
+    nb = notebook("04_draft_and_edit.ipynb")
+    saved = result("draft_edit.json")                          # `labkit bench draft-edit`
     i = next(k for k, c in enumerate(nb.cells) if c.cell_type == "code" and "M2T, T2T" in c.source)
-    text = "".join(o.get("text", "") for o in nb.cells[i].outputs)
-    rows = {(float(a), float(b)): (float(t), float(g))
-            for a, b, t, g in re.findall(r"^\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+", text, re.M)}
+    text = sweep_table(saved)
+    assert text in output(nb, "M2T, T2T")                      # the notebook prints the saved grid
+    rows = {(s["m2t"], s["t2t"]): (s["tpf"], s["gen_ppl"]) for s in saved["sweep"]}
     assert len(rows) == 12 and "<- S mode" in text and "<- Q mode" in text
     prose = nb.cells[next(k for k in range(i, len(nb.cells)) if nb.cells[k].source.startswith("Read the lines"))].source
     fast = rows[0.3, 0.9]
@@ -466,12 +556,16 @@ def test_notebook_04s_threshold_sweep_says_what_its_table_shows():
 
 
 def test_notebook_04s_readable_correction_prose_reads_the_search_and_the_rerun():
+    from labkit.bench.draft_edit import corrections_table
+
     nb = notebook("04_draft_and_edit.ipynb")
+    search = result("draft_edit.json")["corrections"]           # `labkit bench draft-edit`
     listing = output(nb, "found += [(seed, i, c) for c in corrections(")
-    count, runs = map(int, re.match(r"(\d+) readable corrections in (\d+) S-mode runs", listing).groups())
-    rows = re.findall(r"seed (\d)\s+prompt\s+(\d+)\s+block (\d)\s+'(.+?)' → '(.+?)'", listing)
-    assert len(rows) == count
-    rerun = output(nb, "seed, i, best = max(found")
+    assert corrections_table(result("draft_edit.json")) in listing
+    assert "the same as the saved search's: True" in listing    # the live part found what the saved one did
+    found, count, runs = search["found"], len(search["found"]), search["runs"]
+    rows = [(str(f["seed"]), str(f["prompt"]), f["block"], f["before"], f["after"]) for f in found]
+    rerun = output(nb, "run = lk.generate(lm, search_prompts[i]")
     seed, prompt, step = re.search(r"seed (\d), prompt (\d+) .*full at step (\d+)", rerun).groups()
     before = re.search(r"draft: .*\[(.+?)\]", rerun).group(1)
     after = re.search(r"final: .*\[(.+?)\]", rerun).group(1)
@@ -479,10 +573,62 @@ def test_notebook_04s_readable_correction_prose_reads_the_search_and_the_rerun()
     assert (seed, prompt, before, after) in [(s, p, b, a) for s, p, _, b, a in rows]
     assert len(before) == max(len(b) for *_, b, _ in rows)          # "the longest"
     prose = markdown(nb, "readable corrections in")
-    says(prose, f"found {count} readable corrections in {runs} runs", f"prompt {prompt}", f"step {step}",
-         f"`{before}`", f"`{after}`", "greedy" if seed == "0" else f"seed {seed}")
+    names = sum(f["after"].isupper() for f in found)                # speaker names are written in capitals
+    says(prose, f"found {count} readable corrections in {runs} runs", f"{names} of them in speaker names",
+         f"prompt {prompt}", f"step {step}", f"`{before}`", f"`{after}`", "greedy" if seed == "0" else f"seed {seed}")
     says(prose, *(f"`{old}` → `{new}` (p {p})" for old, new, p in edits))
     assert f"rewrote {['no', 'one', 'two', 'three'][len(edits)]} pieces" in prose
+
+
+def test_notebook_04s_editing_prose_reads_its_runs_and_draft_edit_json():
+    """Notebook 04's comparisons: Q mode's fewer collisions in the first run, editing against none and
+    MBE (draft_edit.json's modes, samplers.json's 96 prompts), S against Q on the grid."""
+    from labkit.bench.draft_edit import modes_table
+
+    nb = notebook("04_draft_and_edit.ipynb")
+    first = output(nb, 'runs = {"S": lk.DraftEdit.speed()')
+    s_run, q_run = first.split("--- Q mode")
+    pattern = r"TPF ([\d.]+), commits \d+, edits (\d+)"
+    (s_tpf, s_edits), (q_tpf, q_edits) = (re.search(pattern, t).groups() for t in (s_run, q_run))
+    assert "more more" in s_run and "more more" not in q_run and int(q_edits) < int(s_edits)
+    says(markdown(nb, "## Real edit events"), f"at {q_tpf} tokens per forward pass against {s_tpf}",
+         f"with {q_edits} edits against S mode's {s_edits}", "exercise 2 below runs it and prints its edits")
+    assert "S mode on the plain `tiny` model" in markdown(nb, "**2.**") and "plain = lk.load(\"tiny\")" in \
+        code_cell(nb, "plain = lk.load(").source
+
+    saved, cap = result("draft_edit.json"), result("samplers.json")["cap"]
+    m = saved["modes"]
+    assert modes_table(saved) in output(nb, "S + MBE")
+    prose = markdown(nb, "Editing is what makes low thresholds usable.")
+    says(prose, f"gen-PPL is {m['threshold 0.5 (no edits)']['gen_ppl']:.1f}",
+         f"lands at {m['S']['gen_ppl']:.1f} with {m['S']['tpf']:.1f} tokens per forward",
+         f"{m['Q']['gen_ppl']:.1f} against {m['threshold 0.7 (no edits)']['gen_ppl']:.1f}, at {m['Q']['tpf']:.1f} tokens "
+         f"per forward instead of {m['threshold 0.7 (no edits)']['tpf']:.1f}",
+         f"gen-PPL {m['S + MBE']['gen_ppl']:.2f} against {m['S']['gen_ppl']:.2f}, at {m['S + MBE']['tpf']:.1f}",
+         f"from {cap['draft_edit_speed']['gen_ppl']:.2f} to {cap['draft_edit_speed_mbe']['gen_ppl']:.2f}",
+         f"from {cap['draft_edit_quality']['gen_ppl']:.2f} to {cap['draft_edit_quality_mbe']['gen_ppl']:.2f}")
+    assert m["Q + MBE"] == m["Q"] and "the same figures to the last digit" in prose
+    assert max(abs(round(cap[f"draft_edit_{k}"]["tpf"], 2) - round(cap[f"draft_edit_{k}_mbe"]["tpf"], 2))
+               for k in ("speed", "quality")) <= 0.01 + 1e-9                          # "within 0.01", as printed
+    assert "helped S mode a little" in prose and m["S + MBE"]["gen_ppl"] < m["S"]["gen_ppl"]
+
+    grid = {(r["m2t"], r["t2t"]): r for r in saved["sweep"]}
+    s, q = grid[0.5, 0.0], grid[0.7, 0.5]
+    low = min(grid.values(), key=lambda r: r["gen_ppl"])
+    compared = output(nb, "s, q = sweep[0.5, 0.0], sweep[0.7, 0.5]")
+    says(compared, "6 prompts: S mode", "faster: S, lower gen-PPL: S", "96 prompts: S mode", "faster: S, lower gen-PPL: Q")
+    assert s["tpf"] > q["tpf"] and s["gen_ppl"] < q["gen_ppl"] and (low["m2t"], low["t2t"]) == (0.7, 0.9)
+    assert cap["draft_edit_speed"]["tpf"] > cap["draft_edit_quality"]["tpf"]
+    assert cap["draft_edit_quality"]["gen_ppl"] < cap["draft_edit_speed"]["gen_ppl"]
+    prose = markdown(nb, "On these 6 prompts S mode is the faster")
+    says(prose, f"({s['tpf']:.2f} tokens per forward against {q['tpf']:.2f})",
+         f"slightly lower ({s['gen_ppl']:.2f} against {q['gen_ppl']:.2f})",
+         f"τ_M2T {low['m2t']} / τ_T2T {low['t2t']} has the lowest gen-PPL of the grid ({low['gen_ppl']:.2f})",
+         f"at {low['tpf']:.2f} tokens per forward: faster than Q mode, slower than S mode",
+         f"gen-PPL {cap['draft_edit_speed']['gen_ppl']:.2f} for S mode, {cap['draft_edit_quality']['gen_ppl']:.2f} for Q mode",
+         f"a gap of {q['gen_ppl'] - s['gen_ppl']:.2f} in gen-PPL")
+    assert q["tpf"] < low["tpf"] < s["tpf"] and low["gen_ppl"] < min(s["gen_ppl"], q["gen_ppl"])
+    assert "seed 00" not in "".join(c.source for c in nb.cells)
 
 
 def test_notebook_10s_prose_reads_its_losses_training_run_and_steps_sweep():
@@ -505,9 +651,13 @@ def test_notebook_10s_prose_reads_its_losses_training_run_and_steps_sweep():
     assert "the same weights after it: True" in step
 
     run = output(nb, "for name, res in runs.items():\n    loss = [l for _, l in res.history]\n    print(f\"{name:<10} {len")
-    last20 = re.search(r"masked\s+\d+ steps in \d+ s \| .* last 20 ([\d.]+)", run).group(1)
+    (steps, first20, last20), (_, c_first, c_last) = (
+        re.search(rf"{name}\s+(\d+) steps in \d+ s \| .* first 20 steps ([\d.]+) -> last 20 ([\d.]+)", run).groups()
+        for name in ("masked", "continuous"))
     training = markdown(nb, "The two losses are not on the same scale")
-    says(training, f"gets to {last20} (the mean of its last 20 steps")
+    says(training, f"{steps} steps it gets to {last20} (the mean of its last 20 steps",
+         f"it falls much further (from {c_first} to {c_last})")
+    assert float(c_first) - float(c_last) > float(first20) - float(last20) > 0
     samples = re.findall(r"step\s+\d+: '(ROMEO:\\n.*?)'", output(nb, 'masked = train_live("masked")'))
     answer = samples[-1].encode().decode("unicode_escape")[len("ROMEO:\n"):]
     assert "still mostly newlines" in training and answer.count("\n") > len(answer) / 2, answer
@@ -516,19 +666,49 @@ def test_notebook_10s_prose_reads_its_losses_training_run_and_steps_sweep():
             re.findall(r"^\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", output(nb, "STEPS = ("), re.M)]
     sweep = markdown(nb, "More steps help")
     (s0, g0, w0, _), (s1, g1, w1, t1) = rows[0], rows[-1]
-    says(sweep, f"{g0:,.0f} at {s0} steps to {g1:,.0f} at {s1}", f"from {w0:.2f} to {w1:.2f}",
+    says(sweep, f"from {s0} to {s1} steps gen-PPL fell from {g0:,.0f} to {g1:,.0f}", f"rose from {w0:.2f} to {w1:.2f}",
          f"{t1:.2f} s for the 8 answers at {s1}")
-    assert "falls with every doubling" in sweep and all(a[1] > b[1] for a, b in zip(rows, rows[1:]))
+    assert g1 < g0 and w1 > w0
+    every_doubling = all(a[1] > b[1] for a, b in zip(rows, rows[1:]))
+    assert ("not at every" in sweep) == (not every_doubling), "the sweep prose says whether every doubling helped"
     assert [s for s, *_ in rows] == [2 ** k for k in range(1, len(rows) + 1)]
+
+    # the likelihood table: the model trained here sits between the embedded models and a uniform guess
+    table = output(nb, "rows = [(f\"masked,")
+    n, bits = re.search(r"masked, (\d+) steps from scratch\s+([\d.]+)", table).groups()
+    tiny_bits = re.search(r"tiny \(embedded, masked\)\s+([\d.]+)", table).group(1)
+    ar_bits_ = re.search(r"tiny-ar \(embedded, autoregressive\)\s+([\d.]+)", table).group(1)
+    assert n == steps and float(ar_bits_) < float(tiny_bits) < float(bits) < 11.0
+    says(markdown(nb, "The model trained here ("), f"({bits} bits per token after {n} steps in the stored run)",
+         "uniform guess (11 bits)", f"the embedded models ({tiny_bits} and {ar_bits_})")
+
+    # the continuous model's positions settle from the first steps to the last ones
+    settled = output(nb, "settle = settle_step(out_c.trace)")
+    settle = [int(s) for s in re.search(r"settled: \[([\d, ]+)\]", settled).group(1).split(",")]
+    assert min(settle) <= 4 and max(settle) >= 28
+    says(markdown(nb, "In the masked model, a token once written stays"), "from the first steps to the last ones")
+    # trained embeddings read a noisy line back about as the random ones did
+    reads = re.findall(r"random embeddings\s+(\d+)/\d+ \| trained\s+(\d+)/", output(nb, "E1 = cont.model.embedding_matrix()"))
+    assert reads and all(abs(int(a) - int(b)) <= 2 for a, b in reads)
 
 
 def test_docs_benchmarks_carry_notebook_04s_sweep_and_correction():
+    from labkit.bench.draft_edit import sweep_table
+
     nb = notebook("04_draft_and_edit.ipynb")
     docs = docs_benchmarks()
-    table = output(nb, "M2T, T2T").strip("\n")
-    assert f"```\n{table}\n```" in docs
+    saved, cap = result("draft_edit.json"), result("samplers.json")["cap"]
+    table = sweep_table(saved)                                  # what the notebook prints from draft_edit.json
+    assert f"```\n{table}\n```" in docs and table in output(nb, "M2T, T2T")
     part = flat(section(docs, "### Draft and edit: the spectrum between S and Q, and a readable correction"))
-    rerun = output(nb, "seed, i, best = max(found")
+    grid = {(r["m2t"], r["t2t"]): r for r in saved["sweep"]}
+    s, q, low = grid[0.5, 0.0], grid[0.7, 0.5], grid[0.7, 0.9]
+    says(part, "`labkit bench draft-edit`", "`benchmarks/results/draft_edit.json`",
+         f"S mode ({s['tpf']:.2f} TPF, gen-PPL {s['gen_ppl']:.2f}) is faster than Q mode ({q['tpf']:.2f}, {q['gen_ppl']:.2f})",
+         f"τ_M2T 0.7 / τ_T2T 0.9 ({low['tpf']:.2f}, {low['gen_ppl']:.2f})",
+         f"Q mode {cap['draft_edit_quality']['gen_ppl']:.2f}, S mode {cap['draft_edit_speed']['gen_ppl']:.2f}")
+    assert s["tpf"] > q["tpf"] and s["gen_ppl"] < q["gen_ppl"] and low["gen_ppl"] == min(r["gen_ppl"] for r in grid.values())
+    rerun = output(nb, "run = lk.generate(lm, search_prompts[i]")
     seed, prompt = re.search(r"seed (\d), prompt (\d+)", rerun).groups()
     before = re.search(r"draft: .*\[(.+?)\]", rerun).group(1)
     after = re.search(r"final: .*\[(.+?)\]", rerun).group(1)
@@ -546,6 +726,212 @@ def test_the_setups_docs_and_notebook_10_state_are_the_ones_the_code_runs():
     says(part, "12 prompts × 3 seeds, 64 tokens")
     assert "gen_length=128, block_length=32" in sweep and "prompts = sample_prompts(6)" in code_cell(nb04, "S + MBE").source
     says(part, "6 held-out prompts, 128 tokens, blocks of 32")
+    from labkit.bench import draft_edit
+
+    saved, found = result("draft_edit.json"), result("draft_edit.json")["corrections"]   # the same setups
+    assert (saved["prompts"], saved["gen_length"], saved["block_length"]) == (6, 128, 32)
+    assert (found["prompts"], found["seeds"], found["gen_length"]) == (12, [0, 1, 2], 64)
+    assert draft_edit.SEARCH == eval(re.search(r"SEARCH = (dict\(.*?\))", search).group(1))
+    rules = re.search(r"rules = (\{.*?\})\n", code_cell(nb04, "S + MBE").source, re.S).group(1)
+    assert eval(rules, {"lk": __import__("labkit")}) == draft_edit.mode_rules()
     assert "def steps_per_second(cfg, steps=20)" in code_cell(nb10, "def train_live").source
     says(markdown(nb10, "The step budget is what"), "a 20-step run", "1.5 × `BUDGET`")
     assert "seconds=1.5 * BUDGET" in code_cell(nb10, "def train_live").source
+
+
+# ---------------------------------------------------------------- notebooks 07, 09, 10: comparative claims
+
+def test_nb07_saved_runs_prose_reads_batch_length_cache_gpu_and_lm_eval_json():
+    nb = notebook("07_profiling.ipynb")
+    batch, gpu, rows = result("batch.json")["rows"], result("gpu_check.json"), _by_length()
+    b1, b16 = batch[0], batch[-1]
+    assert (b1["batch"], b16["batch"]) == (1, 16)
+    runs = markdown(nb, "What the saved runs show on this CPU")
+    says(runs, f"from {b1['tokens_per_s']:.0f} to {b16['tokens_per_s']:.0f} tokens/s between batch 1 and 16",
+         f"a step gets {b16['ms_per_step'] / b1['ms_per_step']:.0f}× slower")
+    g = {r["batch"]: r for r in gpu["batch"]["rows"]}
+    assert "buys less than on a GPU" in runs
+    assert b16["tokens_per_s"] / b1["tokens_per_s"] < g[16]["tokens_per_s"] / g[1]["tokens_per_s"]
+
+    # peak memory: grows with the batch, far slower than the batch
+    mib = [r["peak_bytes"] / 2**20 for r in batch]
+    assert all(a < b for a, b in zip(mib, mib[1:])) and mib[-1] / mib[0] < 2
+    says(markdown(nb, "The peak grows with the batch"), f"peaked at {mib[-1]:.0f} MiB against {mib[0]:.0f} MiB for one "
+         f"({mib[-1] / mib[0]:.2f}×), about {(mib[-1] - mib[0]) / 15:.0f} MiB more per extra prompt")
+    says(flat(docs_benchmarks()), f"the peak resident set from {mib[0]:.0f} MiB to {mib[-1]:.0f} MiB (notebook 07")
+
+    # forward passes and per-forward cost
+    thr = {n: r["diffusion_threshold"]["nfe"] for n, r in rows.items()}
+    says(runs, f"needs {thr[32]}, {thr[64]} and {thr[128]} for 32, 64 and 128", "growing much more slowly than the length",
+         f"it needs {thr[256]} at 256 tokens and {thr[512]} at 512: three times the count for twice the length")
+    assert all(thr[n] < n / 2 for n in (128, 256)) and 3 <= thr[512] / thr[256] < 3.5
+    assert all(r["diffusion_fixed"]["nfe"] == 32 and r["ar"]["nfe"] == n for n, r in rows.items())
+    ms = {n: r["diffusion_fixed"]["ms_per_forward"] for n, r in rows.items()}
+    says(runs, f"{ms[32]:.0f} ms at 32 tokens, {ms[128]:.0f} ms at 128, {ms[512]:.0f} ms at 512")
+    sec = {n: {k: v["seconds"] for k, v in r.items() if isinstance(v, dict)} for n, r in rows.items()}
+    # against the uncached AR loop
+    assert [n for n in sorted(sec) if sec[n]["diffusion_fixed"] < sec[n]["ar"]] == [n for n in sorted(sec) if n >= 64]
+    assert all(sec[n]["diffusion_threshold"] < sec[n]["ar"] for n in sec)
+    assert len(sec) == 5
+    says(runs, "diffusion at 32 fixed steps wins from 64 tokens on", "threshold 0.9 at all five lengths",
+         f"(128 tokens: {sec[128]['diffusion_fixed']:.2f} s against {sec[128]['ar']:.2f} s)")
+    # against the cached AR loop
+    cached_ms = [r["ar_cached"]["ms_per_forward"] for r in rows.values()]
+    assert (round(min(cached_ms)), round(max(cached_ms))) == (5, 6)
+    says(runs, "(5 to 6 ms here")
+    for n in (32, 64):
+        assert sec[n]["ar_cached"] < min(sec[n]["diffusion_fixed"], sec[n]["diffusion_threshold"])
+    says(runs, f"({sec[64]['ar_cached']:.2f} s at 64 tokens, against {sec[64]['diffusion_fixed']:.2f} s for fixed 32 steps "
+               f"and {sec[64]['diffusion_threshold']:.2f} s for threshold 0.9)")
+    assert sec[128]["diffusion_fixed"] < sec[128]["ar_cached"] < sec[128]["diffusion_threshold"]
+    says(runs, f"({sec[128]['diffusion_fixed']:.2f} s against {sec[128]['ar_cached']:.2f} s) and threshold decoding "
+               f"behind ({sec[128]['diffusion_threshold']:.2f} s)",
+         f"took {sec[128]['diffusion_threshold_cached']:.2f} s at 128 tokens")
+    assert min(sec[512], key=sec[512].get) == "diffusion_fixed"
+    says(runs, f"fixed 32 steps is the fastest run ({sec[512]['diffusion_fixed']:.2f} s against "
+               f"{sec[512]['ar_cached']:.2f} s), but that is {512 // 32} tokens per forward")
+    lc = result("cache.json")["rules"]["low_confidence"]
+    n_prompts = result("cache.json")["prompts"]
+    assert round(lc["prefix"]["identical"] * n_prompts) == 2 and lc["dual"]["identical"] == 0
+    says(runs, "only 2 of 8 answers with the prefix cache and none with the dual cache",
+         f"gen-PPL was {lc['prefix']['gen_ppl']:.2f} and {lc['dual']['gen_ppl']:.2f}, against {lc['none']['gen_ppl']:.2f}")
+
+    # the GPU run
+    prose = markdown(nb, "On the GPU, batching pays")
+    says(prose, f"a step at batch 8 costs {g[8]['ms_per_step']:.0f} ms against {g[1]['ms_per_step']:.0f} ms at batch 1, "
+                f"for {g[8]['tokens_per_s'] / g[1]['tokens_per_s']:.1f}× the tokens per second")
+    kv = gpu["kv_cache"]
+    says(prose, f"gain only {min(kv['prefix']['speedup'], kv['dual']['speedup']):.1f} to "
+                f"{max(kv['prefix']['speedup'], kv['dual']['speedup']):.1f}× there")
+    floor_ms = 2 * gpu["params"] * gpu["forward"]["length"] / 989.4e12 * 1000       # H200 dense bf16 peak
+    says(prose, f"over {gpu['forward']['length']} tokens took {gpu['forward']['median_ms']:.1f} ms",
+         f"about {floor_ms:.1f} ms at the H200's peak")
+    assert gpu["forward"]["median_ms"] > 2 * floor_ms                                   # "most of each step waiting"
+
+    # lm-eval: what the table shows
+    lm_rows = result("lm_eval.json")["rows"]
+    tiny_tpf = [r["tpf"] for r in lm_rows if r["model"] == "tiny"]
+    cap = [r for r in lm_rows if r["model"] == "tiny-cap"]
+    best = max(cap, key=lambda r: r["tpf"])
+    says(markdown(nb, "Read it as notebook 03's gen-PPL tables"),
+         f"(TPF {min(tiny_tpf):.2f} to {max(tiny_tpf):.2f};", f"commits up to {best['tpf']:.2f} per pass ({best['label']})",
+         f"word F1 between {min(r['word_f1'] for r in cap):.3f} and {max(r['word_f1'] for r in cap):.3f}")
+    assert max(tiny_tpf) < 1.2
+
+
+def test_nb07_profile_and_exercise_prose_read_their_outputs():
+    nb = notebook("07_profiling.ipynb")
+    spans = {k: float(v) for k, v in re.findall(r"^(labkit\.\w+)\s+[\d.]+ ms\s+([\d.]+)%", output(nb, "path = profile_generate("),
+                                                re.M)}
+    assert spans["labkit.forward"] > 50 and spans["labkit.controls"] > spans["labkit.rule"] > spans["labkit.record"]
+    says(markdown(nb, "On a CPU the forward passes take most of the time"), "the keyword control takes the largest share")
+
+    timed = output(nb, "timers[\"tiny-cap, threshold 0.7\"] = t")
+    n07, ns = (int(re.search(rf"{name}\s+NFE\s+(\d+)", timed).group(1)) for name in ("threshold 0.7", "S mode"))
+    assert ns < n07
+    says(markdown(nb, "Threshold 0.7 never edits"), f"needed {n07} forward passes", f"needed {ns}, its edit passes included")
+
+    watched = output(nb, "with observe(lm, [\"layers.0.attn\"], \"activations\")")
+    pos, step = re.search(r"position (\d+), written at step (\d+)", watched).groups()
+    change = [float(c) for c in re.search(r"next: \[([\d., ]+)\]", watched).group(1).split(",")]
+    k = int(step)
+    assert max(range(len(change)), key=change.__getitem__) == k               # the jump: mask -> its token
+    says(markdown(nb, "is written at step"), f"Position {pos} is written at step {step}",
+         f"({min(change[:k]):.2f} to {max(change[:k]):.2f})", f"The largest change ({change[k]:.2f}) comes from step {k} to "
+         f"step {k + 1}", "(" + ", ".join(f"{c:.2f}" for c in change[k + 1:]) + ")")
+
+    sweep = output(nb, "from labkit.bench.speed import LENGTH_BLOCKS")
+    n_tiny, n_cap = (int(re.search(rf"{name}\s+threshold 0.9, 64 tokens: NFE\s+(\d+)", sweep).group(1))
+                     for name in ("tiny", "tiny-cap"))
+    row = _by_length()[64]
+    assert n_tiny == 64 == row["ar"]["nfe"] and n_cap == row["diffusion_threshold"]["nfe"]
+    says(markdown(nb, "commits one token per forward pass at threshold 0.9"), f"{n_tiny} forward passes for 64 tokens",
+         f"`tiny-cap` needed {n_cap}, the count of the saved study")
+
+
+def test_nb09_prose_reads_serve_json_samplers_json_and_its_outputs():
+    nb = notebook("09_serving.ipynb")
+    assert not any("seed 000" in c.source for c in nb.cells)
+    serve = result("serve.json")
+    by = {m: {r["clients"]: r for r in serve["modes"][m]["rows"]} for m in ("batched", "one_at_a_time")}
+    b, o = by["batched"], by["one_at_a_time"]
+    prose = markdown(nb, "One client sees about the same latency either way")
+    assert abs(b[1]["p50_s"] - o[1]["p50_s"]) < 0.05
+    says(prose, f"at 64 clients the median request took {b[64]['p50_s']:.2f} s with batching and "
+                f"{o[64]['p50_s']:.2f} s one at a time",
+         f"from {o[64]['requests_per_s']:.2f} to {b[64]['requests_per_s']:.2f} requests per second "
+         f"({b[64]['requests_per_s'] / o[64]['requests_per_s']:.2f}×)")
+    assert all(m[64]["p95_s"] < 1.1 * m[64]["p50_s"] for m in (b, o))               # "not much longer than the median"
+    cpu = result("batch.json")["rows"]
+    gpu = result("gpu_check.json")["batch"]["rows"]
+    assert cpu[-1]["tokens_per_s"] / cpu[0]["tokens_per_s"] < gpu[-1]["tokens_per_s"] / gpu[0]["tokens_per_s"]
+    says(prose, "batching buys less here than on a GPU")
+
+    cap_tpf = result("samplers.json")["cap"]["threshold_0.9"]["tpf"]
+    for anchor in ("`steps` is the step budget", "On `tiny`, TPF barely rises above 1"):
+        says(markdown(nb, anchor), "`tiny-cap`", f"{cap_tpf:.2f} tokens per pass")
+
+    # the grouping of eight concurrent requests: whatever the timing, the stored sizes add up
+    comment = code_cell(nb, 'print("runs of the loop:", batches,').source
+    assert "first request starts alone" not in comment and "one batch or several" in comment
+    grouped = output(nb, 'print("runs of the loop:", batches,')
+    runs_, sizes = re.search(r"runs of the loop: (\d+) \| batch size each request saw: \[([\d, ]+)\]", grouped).groups()
+    sizes = [int(s) for s in sizes.split(",")]
+    assert len(sizes) == 8 and all(sizes.count(s) % s == 0 for s in set(sizes))
+    assert sum(sizes.count(s) // s for s in set(sizes)) == int(runs_) < 8
+
+    answer = markdown(nb, "On `tiny`, TPF barely rises above 1")
+    knobs = output(nb, "for threshold in (0.9, 0.5, 0.1):")
+    tpf = dict(re.findall(r"threshold ([\d.]+): NFE\s+\d+\s+TPF ([\d.]+)", knobs))
+    nfe01 = re.search(r"threshold 0.1: NFE\s+(\d+)", knobs).group(1)
+    assert float(tpf["0.9"]) < 1.2 and float(tpf["0.5"]) < 1.2 and float(tpf["0.1"]) > 2
+    says(answer, f"({tpf['0.9']} and {tpf['0.5']})", f"(TPF {tpf['0.1']}, {nfe01} forward passes)")
+    resumed = output(nb, 'out = WORK / "served.jsonl"')
+    assert "ids already done: [0, 1]" in resumed and "2 done, 0 failed, 2 skipped" in resumed
+    says(markdown(nb, "The rerun skipped ids"), "skipped ids 0 and 1", "sent only 2 and 3")
+
+
+def test_nb10_schedule_prose_reads_its_table():
+    nb = notebook("10_train_from_scratch.ipynb")
+    table = output(nb, "for name in SCHEDULES:\n    print(f\"{name:<11}\"")
+    ts = [float(t) for t in re.search(r"^t\s+(.*)$", table, re.M).group(1).split()]
+    alpha = {name: [float(a) for a in vals.split()] for name, vals in re.findall(r"^(linear|cosine|log-linear)\s+(.*)$",
+                                                                                 table, re.M)}
+    half = ts.index(0.5)
+    assert all(alpha["linear"][i] <= min(alpha["cosine"][i], alpha["log-linear"][i]) for i in range(len(ts)))
+    says(markdown(nb, "The linear schedule destroys the signal fastest"),
+         f"by *t* = 0.5 only {100 * alpha['linear'][half]:.0f}% is left", f"Cosine keeps {100 * alpha['cosine'][half]:.0f}% at")
+
+
+def test_nb10_exercise_answers_read_their_outputs():
+    nb = notebook("10_train_from_scratch.ipynb")
+    rates = {name: (float(m), int(lo), int(hi)) for name, m, lo, hi in re.findall(
+        r"^(\S+)\s+masking rate: mean ([\d.]+) \| below 0.1\s+(\d+)% \| above 0.9\s+(\d+)%",
+        output(nb, "u = stratified_t(10_000"), re.M)}
+    ans = markdown(nb, "Log-linear, the default, draws every masking rate equally often")
+    assert rates["log-linear"][1:] == (10, 10)
+    says(ans, f"Cosine has the same mean ({rates['cosine'][0]:.2f})",
+         f"twice as many draws at both ends ({rates['cosine'][1]}% and {rates['cosine'][2]}%)",
+         f"mean {rates['linear'][0]:.2f}, more than half of the draws above 0.9")
+    assert rates["cosine"][0] == rates["log-linear"][0] and rates["linear"][2] > 50
+    assert all(abs(c - 2 * 10) <= 1 for c in rates["cosine"][1:])
+
+    clamp = output(nb, "settle_cl = settle_step(out_cl.trace)")
+    (u0, um), (c0, cm) = (re.search(rf"{name}\s+settled at step 0:\s+(\d+)/32 .* median settle step (\d+)", clamp).groups()
+                          for name in ("without clamping", "with clamping"))
+    assert int(c0) > int(u0) and int(cm) < int(um)
+    text = re.search(r"^'(ROMEO:.*)'$", clamp, re.M).group(1).encode().decode("unicode_escape")[len("ROMEO:\n"):]
+    assert sum(ch in "\n,.:;!?' " for ch in text) > len(text) / 2                  # "mostly line breaks and punctuation"
+    says(markdown(nb, "Both runs start from the same noise"), f"{c0} of 32 positions kept their\nstep-0 token to the end "
+         f"(median settle step {cm}), against {u0} of 32 without clamping (median {um})".replace("\n", " "))
+
+    short = output(nb, "short = {n: train_scratch(")
+    b5, b20 = (float(re.search(rf"^\s*{n} steps: ([\d.]+) bits", short, re.M).group(1)) for n in (5, 20))
+    table = output(nb, "rows = [(f\"masked,")
+    n, bits = re.search(r"masked, (\d+) steps from scratch\s+([\d.]+)", table).groups()
+    tiny_bits = re.search(r"tiny \(embedded, masked\)\s+([\d.]+)", table).group(1)
+    assert b5 > b20 > float(bits) and b20 - float(bits) < b5 - b20                  # the first steps bring the most
+    from labkit.training.scratch import ScratchConfig
+    assert ScratchConfig().warmup > 5                                                # "still warming up"
+    says(markdown(nb, "The first steps bring the most"), f"leave the model at {b5:.2f} bits", f"bring it to {b20:.2f}",
+         f"reached {bits} after {n} steps", f"minutes of training, {tiny_bits}")

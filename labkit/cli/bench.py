@@ -51,6 +51,10 @@ def _benchmarks() -> dict:
                        (_items, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
                     (_limit, _quiet)),
+        "draft-edit": ("notebook 04's sweeps on tiny-cap: editing or not, the S-Q threshold grid, readable corrections",
+                       _bench_notebook, (_quiet,)),
+        "steering": ("notebook 06's soft-steering table: Topic strengths and cfg_scale on tiny", _bench_notebook,
+                     (_quiet,)),
     }
 
 
@@ -407,6 +411,14 @@ def _bench_task_seeds(a) -> int:
         raise ValueError(f"--n must be a positive integer, got {a.n}")
     result = seed_runs(n=a.n, log=progress_log(a))
     return report(a, "task_seeds.json", result, lambda r: print(markdown_seeds(r)))
+
+
+def _bench_notebook(a) -> int:
+    """draft-edit, steering: the sweeps notebooks 04 and 06 print from their JSON (and run in part live)."""
+    from ..bench import draft_edit, steering
+
+    mod, run = {"draft-edit": (draft_edit, draft_edit.bench_draft_edit), "steering": (steering, steering.bench_steering)}[a.what]
+    return report(a, f"{a.what.replace('-', '_')}.json", run(log=progress_log(a)), lambda r: print(mod.table(r)))
 
 
 def _bench_lm_eval(a) -> int:
