@@ -1,0 +1,606 @@
+"""docs/course.md and its Chinese twin against the notebooks they teach from.
+
+The course times each stop with a dry run that can be carried out, not guessed: `dry_run()` below is that
+procedure ("How the minutes were measured" in the course), and the tests check that every minute the
+course states is what it computes, that each session fits in 45 minutes, that the Chinese course carries
+the same stops, times and figures, and that every figure and comparison the course states is read back
+from the stored output or the committed JSON it describes.
+
+    python tests/test_course.py        # prints the dry-run table, to paste into the course
+
+Notebooks are read with nbformat, never executed (two activity checks run a few lines on `tiny`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+RESULTS = ROOT / "benchmarks" / "results"
+COURSE = ROOT / "docs" / "course.md"
+COURSE_ZH = ROOT / "docs" / "course.zh-CN.md"
+
+WORDS_PER_MINUTE = 130          # reading aloud
+SECONDS_PER_OUTPUT = 20         # pointing at one printed output, table, figure or widget
+SESSION_MINUTES = 45
+WORD = re.compile(r"\S*[^\W_]\S*")      # a whitespace-separated token with a letter or a digit in it
+
+
+# ---------------------------------------------------------------- the route, as the dry run walks it
+
+@dataclass(frozen=True)
+class Stop:
+    """One stop: what it shows, what it re-runs live, and the students' activity.
+
+    `shown` lists ("section", heading) for a notebook section (from its heading to the next heading of
+    any level) or ("cell", text) for the one cell (or, in a markdown cell cut by a heading, the one part)
+    that contains `text`. `live` lists cells (by a text they contain) the route runs again in class.
+    """
+    notebook: str | None
+    shown: tuple = ()
+    live: tuple = ()
+    activity_minutes: int = 0
+
+
+ROUTE = {
+    # session 1: what a masked diffusion LM is, and where it wins
+    "1.1": Stop("01_quickstart.ipynb", (
+        ("section", "01 · Quickstart"), ("section", "Generate"), ("section", "Step through the denoising"))),
+    "1.2": Stop("02_step_through.ipynb", (
+        ("section", "View 1"), ("section", "What low-confidence remasking does"),
+        ("section", "Build it yourself"), ("cell", "**3.** Compare `lk.LowConfidence(score=\"margin\")`"),
+        ("cell", "margin = run(lk.LowConfidence(score=\"margin\"))")),
+        live=("def my_generate(", "mine = my_generate(lm, PROMPT)"), activity_minutes=6),
+    "1.3": Stop("03_parallel_decoding.ipynb", (
+        ("section", "Fixed-k against threshold"), ("section", "Why the plain model cannot go parallel"),
+        ("section", "The speed-quality frontier"))),
+    "1.4": Stop("11_where_diffusion_wins.ipynb", (
+        ("cell", "A 6×6 Sudoku (digits 1–6"), ("cell", "runs = {k: lk.generate(sd, puzzles, rule, seed=SEED)"),
+        ("cell", "One run seen whole"), ("cell", "lk.viz.commit_grid("), ("cell", "Over every held-out puzzle"),
+        ("cell", 'print(tables.table(result, "sudoku", "sudoku"))'),
+        ("cell", 'best = tables.best_order(result, "sudoku", "sudoku")'),
+        ("section", "4 · Facts asked backwards"), ("section", "5 · Mirror"))),
+    "1.5": Stop("04_draft_and_edit.ipynb", (
+        ("section", "S and Q mode side by side"), ("cell", "Where do S and Q sit on it?"),
+        ("cell", "s, q = sweep[0.5, 0.0], sweep[0.7, 0.5]"), ("cell", "On these 6 prompts S mode"))),
+    "1.6": Stop(None),
+    # session 2: the panel, steering, speed, serving and training
+    "2.1": Stop("05_lab_panel.ipynb", (
+        ("section", "The panel"), ("section", "Driving the panel from code"), ("section", "Side by side")),
+        live=("lab = lk.widgets.Lab(lm, PROMPT)", "for preset in (\"S mode\", \"Q mode\"):")),
+    "2.2": Stop("06_controls.ipynb", (
+        ("section", "1 · Pin"), ("section", "The methods at scale"), ("section", "4 · ReNoise"))),
+    "2.3": Stop("07_profiling.ipynb", (
+        ("section", "1 · The step timer"), ("section", "5 · labkit's own cost"),
+        ("cell", "print(\"forward passes per answer:\""))),
+    "2.4": Stop("09_serving.ipynb", (
+        ("section", "Talk to it with the official client"), ("section", "Streaming"),
+        ("section", "Requests that arrive together are batched"))),
+    "2.5": Stop("10_train_from_scratch.ipynb", (
+        ("section", "The masked loss by hand"), ("section", "Where the 1/t comes from"),
+        ("cell", "The curves side by side"), ("cell", "lk.viz.loss_figure("),
+        ("cell", "The two losses are not on the same scale")),
+        live=("def masked_loss_by_hand(",), activity_minutes=5),
+    "2.6": Stop(None),
+}
+
+
+# ---------------------------------------------------------------- reading notebooks and the course
+
+def notebook(name: str):
+    return nbformat.read(NOTEBOOKS / name, as_version=4)
+
+
+def pieces(nb):
+    """The notebook as (heading, kind, text or cell): markdown cut at each heading, code cells whole."""
+    heading, out = None, []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            out.append((heading, "code", cell))
+            continue
+        part, fenced = [], False
+        for line in cell.source.splitlines():
+            fenced ^= line.lstrip().startswith("```")
+            m = None if fenced else re.match(r"#{1,6} (.+)$", line)
+            if m:
+                if part:
+                    out.append((heading, "markdown", "\n".join(part)))
+                heading, part = m.group(1).strip(), []
+            part.append(line)
+        if part:
+            out.append((heading, "markdown", "\n".join(part)))
+    return out
+
+
+def shown_pieces(nb, selector):
+    kind, key = selector
+    ps = pieces(nb)
+    if kind == "section":
+        heads = {h for h, _, _ in ps if h and h.replace("*", "").startswith(key)}
+        assert len(heads) == 1, f"{len(heads)} headings start with {key!r}"
+        return [p for p in ps if p[0] in heads]
+    found = [p for p in ps if key in (p[2] if p[1] == "markdown" else p[2].source)]
+    assert len(found) == 1, f"{len(found)} cells contain {key!r}"
+    return found
+
+
+def outputs_shown(cell) -> int:
+    """One for a cell's printed text (however many prints), one per figure, table, page or widget."""
+    outs = cell.get("outputs", [])
+    text = any(o.output_type == "stream" or ("data" in o and set(o.data) <= {"text/plain"}) for o in outs)
+    rich = sum(1 for o in outs if "data" in o and set(o.data) - {"text/plain"})
+    return int(text) + rich
+
+
+def run_seconds(cell) -> float:
+    """The cell's stored run time: execution metadata, iopub.execute_input to shell.execute_reply."""
+    meta = cell.metadata["execution"]
+    start, end = (datetime.fromisoformat(meta[k].replace("Z", "+00:00"))
+                  for k in ("iopub.execute_input", "shell.execute_reply"))
+    return (end - start).total_seconds()
+
+
+def words(text: str) -> int:
+    return len(WORD.findall(text))
+
+
+STOP_HEADING = re.compile(r"^### (\d\.\d) · (\d+):(\d\d)–(\d+):(\d\d) · (.+)$", re.M)
+
+
+def course_stops(text: str) -> dict:
+    """{"1.1": (start minute, end minute, title, the stop's text)} from a course file."""
+    heads = list(STOP_HEADING.finditer(text))
+    stops = {}
+    for m in heads:
+        body = text[m.end():]
+        body = re.split(r"^#{2,3} ", body, maxsplit=1, flags=re.M)[0]
+        start, end = int(m.group(2)) * 60 + int(m.group(3)), int(m.group(4)) * 60 + int(m.group(5))
+        stops[m.group(1)] = (start, end, m.group(6), body)
+    return stops
+
+
+def spoken(stop_text: str) -> str:
+    """What the presenter reads aloud of a stop: its Say and Ask lines (whole list items)."""
+    items = re.split(r"\n(?=- )", stop_text)
+    said = [re.sub(r"\*\*(Say|Ask):\*\*", "", it) for it in items
+            if re.match(r"- \*\*(Say|Ask):\*\*", it.strip())]
+    return "\n".join(said)
+
+
+def measure(stop_id: str, course_text: str | None = None) -> dict:
+    """The dry run of one stop, from the stored notebook and the course's own Say and Ask lines."""
+    stop = ROUTE[stop_id]
+    text = course_stops(course_text or COURSE.read_text())[stop_id][3]
+    said, md, outputs, live = words(spoken(text)), 0, 0, 0.0
+    if stop.notebook:
+        nb = notebook(stop.notebook)
+        seen = []
+        for selector in stop.shown:
+            for p in shown_pieces(nb, selector):
+                if not any(p is q for q in seen):
+                    seen.append(p)
+        for _, kind, x in seen:
+            if kind == "markdown":
+                md += words(x)
+            else:
+                outputs += outputs_shown(x)
+        for anchor in stop.live:
+            (cell,) = [c for c in nb.cells if c.cell_type == "code" and anchor in c.source]
+            live += run_seconds(cell)
+    seconds = 60 * (said + md) / WORDS_PER_MINUTE + SECONDS_PER_OUTPUT * outputs + live \
+        + 60 * stop.activity_minutes
+    return {"stop": stop_id, "said": said, "markdown": md, "outputs": outputs, "live": round(live, 1),
+            "activity": stop.activity_minutes, "minutes": math.ceil(seconds / 60 - 1e-9)}
+
+
+def dry_run(course_text: str | None = None) -> list[dict]:
+    return [measure(s, course_text) for s in ROUTE]
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| stop | words read aloud (Say and Ask + markdown shown) | outputs shown | live re-runs (s) | "
+             "activity (min) | minutes |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['stop']} | {r['said']} + {r['markdown']} = {r['said'] + r['markdown']} | {r['outputs']} | "
+                     f"{r['live']:.1f} | {r['activity']} | {r['minutes']} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- helpers for the checks below
+
+def course() -> str:
+    return COURSE.read_text()
+
+
+def course_zh() -> str:
+    return COURSE_ZH.read_text()
+
+
+def flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def stop_text(stop_id: str, text: str | None = None) -> str:
+    return flat(course_stops(text or course())[stop_id][3])
+
+
+def code_cell(nb, anchor: str):
+    cells = [c for c in nb.cells if c.cell_type == "code" and anchor in c.source]
+    assert len(cells) == 1, f"{len(cells)} code cells contain {anchor!r}"
+    return cells[0]
+
+
+def printed(nb, anchor: str) -> str:
+    """The stored text output of the one code cell that contains `anchor`."""
+    parts = []
+    for o in code_cell(nb, anchor).get("outputs", []):
+        if o.output_type == "stream":
+            parts.append(o.text)
+        elif "data" in o and "text/plain" in o.data:
+            parts.append(o.data["text/plain"])
+    text = "".join(parts)
+    assert text, f"the cell with {anchor!r} has no stored text output"
+    return text
+
+
+def result(name: str):
+    return json.loads((RESULTS / name).read_text())
+
+
+def says(prose: str, *phrases: str) -> None:
+    for phrase in phrases:
+        assert phrase in prose, f"the course does not say {phrase!r}:\n{prose}"
+
+
+def clock(minutes: int) -> str:
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+# ---------------------------------------------------------------- 1. the minutes: a dry run, measured
+
+def test_every_stop_takes_the_minutes_its_dry_run_measures_and_each_session_fits():
+    rows = {r["stop"]: r for r in dry_run()}
+    stops = course_stops(course())
+    assert list(stops) == list(ROUTE)
+    for session in "12":
+        t = 0
+        for stop_id in [s for s in ROUTE if s[0] == session]:
+            start, end, title, _ = stops[stop_id]
+            assert (start, end) == (t, t + rows[stop_id]["minutes"]), (stop_id, start, end, rows[stop_id])
+            # the table at a glance gives the same time to the same stop
+            assert re.search(rf"^\| {clock(start)}–{clock(end)} \| {re.escape(stop_id)} · ", course(), re.M), stop_id
+            t = end
+        assert t <= SESSION_MINUTES, f"session {session} takes {t} minutes"
+        says(course(), f"Session {session}: {t} minutes.")
+    one = sum(r["minutes"] for s, r in rows.items() if s[0] == "1")
+    two = sum(r["minutes"] for s, r in rows.items() if s[0] == "2")
+    optional = rows["1.5"]["minutes"]
+    says(flat(course()), f"Session 1's stops take {one} minutes ({one - optional} without the optional stop 1.5) "
+                         f"and session 2's take {two}",
+         f"{one + two} minutes of stops and {2 * SESSION_MINUTES - one - two} of slack")
+
+
+def test_the_dry_run_table_in_the_course_is_the_one_the_procedure_prints():
+    rows = dry_run()
+    assert table(rows) in course(), "the dry run now measures (python tests/test_course.py):\n" + table(rows)
+    says(flat(course()), f"read at {WORDS_PER_MINUTE} words a minute", f"{SECONDS_PER_OUTPUT} seconds for each output",
+         "`iopub.execute_input` to `shell.execute_reply`")
+    for stop_id, stop in ROUTE.items():
+        if stop.activity_minutes:
+            says(stop_text(stop_id), f"**Activity ({stop.activity_minutes} minutes).**", "**Expected result:**")
+            says(flat(course()), f"{stop.activity_minutes} minutes in stop {stop_id}")
+
+
+def test_each_session_has_an_activity_and_every_stop_shows_and_says():
+    for session in "12":
+        assert any(ROUTE[s].activity_minutes for s in ROUTE if s[0] == session)
+    for stop_id, stop in ROUTE.items():
+        text = stop_text(stop_id)
+        assert "**Say:**" in text, stop_id
+        if stop.notebook:
+            assert "**Show:**" in text, stop_id
+
+
+def test_the_table_at_a_glance_names_the_sections_each_stop_shows():
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| \d+:\d\d–\d+:\d\d \| (\d\.\d) · [^|]+\| ([^|]+)\|$",
+                                                          course(), re.M)}
+    assert set(rows) == set(ROUTE)
+    for stop_id, stop in ROUTE.items():
+        for kind, key in stop.shown:
+            if kind == "section":
+                says(rows[stop_id], key.split(":")[0])
+
+
+def test_the_cells_the_route_shows_exist_in_notebook_11_as_its_builder_writes_it():
+    """Notebook 11 is rebuilt by benchmarks/make_notebook_11.py: what the route shows must survive it."""
+    builder = (ROOT / "benchmarks" / "make_notebook_11.py").read_text()
+    for kind, key in ROUTE["1.4"].shown:
+        assert (f"## {key}" if kind == "section" else key) in builder, key
+    nb = notebook("11_where_diffusion_wins.ipynb")
+    summary = code_cell(nb, 'best = tables.best_order(result, "sudoku", "sudoku")').source
+    for verdict in ("ahead of", "level with", "behind"):        # what the course tells the class to read there
+        assert verdict in summary, verdict
+    assert "solved" in printed(nb, "runs = {k: lk.generate(sd, puzzles, rule, seed=SEED)")
+    assert "forward passes per answer" in printed(nb, 'items = heldout("mirror")[:LIVE]')
+    text = stop_text("1.4")
+    assert not re.search(r"\d%|\d\.\d", text.replace("threshold 0.5", "")), \
+        "the notebook 11 stop quotes no result: it points at the cells that print them"
+    says(text, '"ahead of", "level with" or "behind"', "the first cell of section 1 prints",
+         "section 5's live cell prints")
+    # "only a model that reads both sides can even be asked": the facts cell says so for the AR twin
+    facts = printed(nb, "for label, question in (")
+    assert "cannot be asked: no gap to fill left to right" in facts
+    says(text, "only a model that reads both sides can even be asked")
+
+
+# ---------------------------------------------------------------- 2. the Chinese course carries the same
+
+def test_the_chinese_course_has_the_same_stops_times_activities_and_figures():
+    en, zh = course(), course_zh()
+    en_stops, zh_stops = course_stops(en), course_stops(zh)
+    assert [(k, v[0], v[1]) for k, v in en_stops.items()] == [(k, v[0], v[1]) for k, v in zh_stops.items()]
+    glance = re.compile(r"^\| (\d+:\d\d–\d+:\d\d) \| (\d\.\d) · ", re.M)
+    assert glance.findall(en) == glance.findall(zh)
+    for row in table(dry_run()).splitlines()[2:]:          # the dry-run rows, figure for figure
+        assert row in zh, row
+    number = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w|\.\d)")
+    for stop_id in ROUTE:
+        a, b = number.findall(en_stops[stop_id][3]), number.findall(zh_stops[stop_id][3])
+        assert sorted(set(a)) == sorted(set(b)), (stop_id, sorted(set(a) ^ set(b)))
+        assert ("**Activity" in en_stops[stop_id][3]) == ("**活动" in zh_stops[stop_id][3]), stop_id
+    code = re.compile(r"`((?:labkit |lk\.|tiny)[^`]*)`")
+    assert sorted(set(code.findall(en))) == sorted(set(code.findall(zh)))
+    for word in ("Show", "Say", "Ask"):
+        assert f"**{word}:**" not in zh
+    assert len(re.findall(r"^## ", en, re.M)) == len(re.findall(r"^## ", zh, re.M))
+    for en_part, zh_part in (("**Say:**", "**讲：**"), ("**Ask:**", "**问：**"), ("**Show:**", "**展示：**"),
+                             ("**Expected result:**", "**预期结果：**")):
+        assert en.count(en_part) == zh.count(zh_part), (en_part, en.count(en_part), zh.count(zh_part))
+    gloss = re.compile(r"^\| [^|]+ \| [^|]+ \| ([^|]+) \|$", re.M)       # the glossary: as many terms, same notebooks
+    en_rows = gloss.findall(en.split("## Glossary", 1)[1])
+    zh_rows = gloss.findall(zh.split("## 术语表", 1)[1])
+    assert [r.replace("、", ", ") for r in zh_rows[1:]] == en_rows[1:]          # below the header row
+
+
+def test_the_chinese_course_uses_one_term_for_each_thing():
+    """A native reader's list (issue 34): one term each, glossed once where the reader needs it."""
+    zh = course_zh()
+    for other in ("口吃", "相撞", "挂钟", "首 token 时间", "块长，", "块长、", "定数规则", "遮住", "替身", "mask token 组成"):
+        assert other not in zh, other
+    says(zh, "重复", "冲突", "首 token 延迟（TTFT", "块长度", "遮盖", "掩码 token", "固定数量规则", "示例用随机小检查点",
+         "精确匹配准确率", "概率差（margin）", "训练步数", "AR 一侧和扩散一侧的 KV 缓存")
+    first = zh.index("落定")
+    assert zh.startswith("落定（commit", first), "落定 is glossed where it first appears"
+    body = zh.split("## 术语表", 1)[0]
+    assert body.count("墙钟时间（wall-clock time") == 1 and body.index("墙钟时间（wall-clock time") == body.index("墙钟时间")
+    # notebook headings stay in English, with a Chinese gloss beside them
+    for heading in ("Generate", "Build it yourself", "The masked loss by hand", "Where the 1/t comes from"):
+        assert re.search(rf"“{re.escape(heading)}”（[^）]*[\u4e00-\u9fff]", zh), heading
+
+
+# ---------------------------------------------------------------- 3. every figure and comparison, against its output
+
+def test_session_1_claims_read_notebooks_01_and_02():
+    nb = notebook("01_quickstart.ipynb")
+    order = re.search(r"block of each step: (\d+)", printed(nb, "masks_left = trace.masked()")).group(1)
+    assert order == "".join(sorted(order)) and len(set(order)) == 2          # block 2 starts once block 1 is full
+    says(stop_text("1.1"), "block 2 starts only once block 1 is full")
+    blocks = re.findall(r"first 16 steps ([\d.]+), last 16 steps ([\d.]+)", printed(nb, "per_step[32 * b"))
+    assert len(blocks) == 2 and all(float(a) > float(b) for a, b in blocks)    # "surer than its last sixteen"
+    says(stop_text("1.1"), "first sixteen steps of each block are surer than its last sixteen")
+
+    nb = notebook("02_step_through.ipynb")
+    conf = dict(re.findall(r"(low-confidence|random)\s*: mean confidence of commits ([\d.]+)",
+                           printed(nb, "rand = run(lk.LowConfidence(remasking=\"random\"))")))
+    assert float(conf["random"]) > float(conf["low-confidence"])                 # "more confident on average"
+    assert "token-identical to lk.generate with the same rule: True" in printed(nb, "mine = my_generate(lm, PROMPT)")
+    ex3 = printed(nb, "margin = run(lk.LowConfidence(score=\"margin\"))")
+    moved = re.search(r"positions written at a different step: (\d+) of (\d+)", ex3).groups()
+    says(stop_text("1.2"), "Random order's commits are more confident on average",
+         f"{moved[0]} of {moved[1]} positions are written at a different step")
+    assert "same text: False" in ex3 and '"same text: False"' in stop_text("1.2")
+
+
+def test_the_margin_activity_gives_the_expected_result():
+    """Stop 1.2's activity, run: notebook 02's loop with the margin lines of the course."""
+    nb = notebook("02_step_through.ipynb")
+    setup = code_cell(nb, "def spearman(").source.replace("lk.viz.notebook_mode()", "")
+    loop = code_cell(nb, "def my_generate(").source
+    line = "confidence, candidate = logits.softmax(-1).max(-1)"
+    assert line in loop
+    edit = re.search(r"```python\n(.*?)```", course_stops(course())["1.2"][3], re.S).group(1)
+    indent = re.search(rf"\n(\s*){re.escape(line)}", loop).group(1)
+    margin_loop = loop.replace(line, "\n".join(indent.lstrip("\n") + ln.strip() for ln in edit.strip().splitlines())
+                               .lstrip())
+    scope: dict = {}
+    exec(setup, scope)
+    exec(loop, scope)
+    out = scope["run"]()
+    assert scope["torch"].equal(scope["my_generate"](scope["lm"], scope["PROMPT"]), out.ids)
+    exec(margin_loop, scope)
+    mine = scope["my_generate"](scope["lm"], scope["PROMPT"])
+    margin = scope["run"](scope["lk"].LowConfidence(score="margin"))
+    assert not scope["torch"].equal(mine, out.ids)                 # the text changes
+    assert scope["torch"].equal(mine, margin.ids)                  # and is lk's margin rule, token for token
+
+
+def test_stop_1_3_reads_notebook_03_and_samplers_json():
+    nb = notebook("03_parallel_decoding.ipynb")
+    first = code_cell(nb, "live = compare(cap, [")
+    assert re.search(r"^N_PROMPTS = 2\b", code_cell(nb, "N_PROMPTS = ").source, re.M)
+    assert len(re.findall(r'^\s+"([\w.]+)": \(lk\.', first.source, re.M)) == 6
+    out = printed(nb, "live = compare(cap, [")
+    assert "== live: tiny-cap, 2 prompts" in out and len(re.findall(r"^  \w", out.split("== live")[1]
+                                                                       .split("== saved")[0], re.M)) == 2
+    assert "== saved: tiny," in out and "== saved: tiny-cap," in out
+    says(stop_text("1.3"), "runs two rules live on 2 prompts", "six rules on `tiny` and on `tiny-cap`")
+
+    saved = result("samplers.json")
+    tiny, cap = saved, saved["cap"]
+    assert all(tiny[f"threshold_{t}"]["tpf"] < 1.2 for t in ("0.9", "0.7", "0.5"))
+    assert cap["threshold_0.5"]["tpf"] > 2
+    says(stop_text("1.3"), "TPF stays below 1.2 at every tau in the table")
+    fixed = cap["low_confidence_2tok"]
+    for t in ("0.9", "0.93"):
+        row = cap[f"threshold_{t}"]
+        assert abs(row["tpf"] - fixed["tpf"]) < 0.5 and row["gen_ppl"] < fixed["gen_ppl"], t
+    s, q = cap["draft_edit_speed"], cap["draft_edit_quality"]
+    assert s["prompts"] == q["prompts"] == 96
+    assert s["tpf"] > q["tpf"] and q["gen_ppl"] < s["gen_ppl"]
+    says(stop_text("1.3"), "tau 0.9 and 0.93 score a lower gen-PPL than the fixed two per step",
+         "96 benchmark prompts: S mode has more tokens per forward, Q mode the lower gen-PPL, "
+         f"{q['gen_ppl']:.2f} against {s['gen_ppl']:.2f}")
+    assert cap["threshold_0.5"]["gen_ppl"] > 2 * cap["low_confidence_1tok"]["gen_ppl"]     # "low thresholds break"
+    # stop 1.1's question, answered here: four tokens per step, and the plain model's text gets worse
+    assert tiny["low_confidence_4tok"]["gen_ppl"] > tiny["low_confidence_1tok"]["gen_ppl"]
+    says(stop_text("1.1"), "Answer in stop 1.3: the text gets worse")
+
+
+def test_stop_1_5_reads_notebook_04s_six_prompts_and_the_96_of_notebook_03():
+    nb = notebook("04_draft_and_edit.ipynb")
+    out = printed(nb, "s, q = sweep[0.5, 0.0], sweep[0.7, 0.5]")
+    six = re.search(r"6 prompts: S mode TPF ([\d.]+), gen-PPL ([\d.]+) \| Q mode TPF ([\d.]+), gen-PPL ([\d.]+) \| "
+                    r"faster: S, lower gen-PPL: S", out).groups()
+    low = re.search(r"lowest gen-PPL of the grid: tau M2T 0.7 / tau T2T 0.9, TPF [\d.]+, gen-PPL ([\d.]+)", out).group(1)
+    ninety_six = re.search(r"96 prompts: S mode TPF [\d.]+, gen-PPL ([\d.]+) \| Q mode TPF [\d.]+, gen-PPL ([\d.]+) \| "
+                           r"faster: S, lower gen-PPL: Q", out).groups()
+    gap = float(six[3]) - float(six[1])
+    says(stop_text("1.5"), f"S mode is the faster, {six[0]} tokens per forward against {six[2]}",
+         f"slightly lower, {six[1]} against {six[3]}", f"lowest gen-PPL of the grid, {low}",
+         f"96 prompts, {ninety_six[0]} against {ninety_six[1]}", f"a gap of {gap:.2f}")
+    plain = printed(nb, "plain = lk.load(\"tiny\")")
+    tpf, edits = re.search(r"TPF ([\d.]+), (\d+) edits", plain).groups()
+    assert float(tpf) < 1
+    says(stop_text("1.5"), f"{edits} edits", f"{tpf} tokens per forward pass")
+
+
+def test_session_2_claims_read_notebooks_05_06_07_and_09():
+    nb = notebook("05_lab_panel.ipynb")
+    drive = printed(nb, "lab.threshold.value = 0.7")
+    four = re.search(r"NFE  16  TPF 4.00  \| '(.*)'", drive).group(1)
+    assert re.search(r"\b(\w+)\W+\1\b", four), four                         # "words repeat"
+    says(stop_text("2.1"), "at four tokens per step on tiny, words repeat")
+    tpf = float(re.search(r"tiny\s+threshold\s+NFE\s+\d+\s+TPF ([\d.]+)", drive).group(1))
+    assert tpf < 1.2 and "not confident enough to decode in parallel" in drive
+    cmp_ = printed(nb, "cmp.scrubber.slider.value = 20")
+    left, right = (re.search(rf"step 20, {side}: (\d+) masks left", cmp_).group(1) for side in ("left", "right"))
+    steps = re.search(r"right\s+DraftEdit.*?steps\s+(\d+)", cmp_).group(1)
+    says(stop_text("2.1"), f"{left} for one token per step, {right} for S mode, which finished in {steps} steps",
+         "not confident enough to decode in parallel")
+
+    controls = result("controls.json")["methods"]
+    says(stop_text("2.2"), f"{controls['place']['gen_ppl_ratio']:.2f} against {controls['boost']['gen_ppl_ratio']:.2f} "
+                           "times the gen-PPL", f"{100 * controls['boost_only']['hit_all_3']:.1f} percent")
+    assert controls["place"]["gen_ppl_ratio"] < controls["boost"]["gen_ppl_ratio"]       # "costs less fluency"
+    nb = notebook("06_controls.ipynb")
+    renoise = printed(nb, "for edit in (lk.ReNoise(line, spans=")
+    (span, orig), (ratio, orig2) = re.findall(r"gen-PPL ([\d.]+) \(original line ([\d.]+)\)", renoise)
+    held = re.search(r"(\d+) held-out lines .*? re-noise 30% gen-PPL ([\d.]+), infill ([\d.]+), the original lines "
+                     r"([\d.]+)", renoise).groups()
+    assert orig == orig2 and float(span) < float(orig) < float(ratio)
+    assert float(held[1]) > float(held[3]) and float(held[2]) > float(held[3])
+    assert renoise.count("kept True") == 4 and "kept False" not in renoise
+    says(stop_text("2.2"), f"lower than the original line's, {span} against {orig}", f"re-noise scored above the "
+         f"original, {ratio}", f"on {held[0]} held-out lines re-noise and infill both scored above the original "
+         f"lines, {held[1]} and {held[2]} against {held[3]}")
+
+    nb = notebook("07_profiling.ipynb")
+    says(flat(next(c.source for c in nb.cells if c.cell_type == "markdown" and "S mode needs a fraction" in c.source)),
+         "compare the step medians")
+    says(stop_text("2.3"), "each S-mode step is one forward pass over a canvas of the same size, so it should cost "
+                           "about what a one-token step costs; compare the step medians")
+    rows = result("length.json")["rows"]
+    assert all(r["diffusion_fixed"]["nfe"] == 32 for r in rows)
+    assert all(r["diffusion_threshold"]["nfe"] < r["length"] for r in rows)
+    says(stop_text("2.3"), "at 32 fixed steps diffusion needs 32 forward passes at every length",
+         "threshold decoding needs fewer passes than tokens")
+
+    nb = notebook("09_serving.ipynb")
+    batched = printed(nb, "gate = threading.Barrier(len(NAMES))")
+    says(batched, "8 concurrent requests answered in fewer than 8 runs of the loop: True",
+         "each answer the same as the same request decoded alone: True")
+    says(stop_text("2.4"), "eight concurrent requests took fewer than eight runs, each answer the same as alone")
+
+
+def test_stop_2_5_reads_notebook_10_and_its_activity_gives_the_expected_result():
+    nb = notebook("10_train_from_scratch.ipynb")
+    check = printed(nb, "def masked_loss_by_hand(")
+    by_hand = float(re.search(r"by hand ([\d.]+)", check).group(1))
+    assert "torch.allclose: True" in check
+    budget = code_cell(nb, "BUDGET = ").source
+    assert re.search(r'"LABKIT_SCRATCH_SECONDS", "30"', budget) and "LABKIT_SCRATCH_SECONDS=20" in budget
+    assert "LABKIT_SCRATCH_SECONDS=20" in (ROOT / "Makefile").read_text()
+    assert "half a minute" in nb.cells[0].source
+    assert "masked     loss fell: True" in printed(nb, 'print(f"{name:<10} loss fell:')
+    says(stop_text("2.5"), "trains for half a minute by default", f"from {by_hand:.3f} to about",
+         "`torch.allclose` prints False")
+    says(flat(course()), "half a minute per model by default, 20 seconds under the checks")
+
+    # the activity, run: the loss by hand without its weight, on step 0's batch
+    import torch
+    import torch.nn.functional as F  # noqa: F401  (the cell's own import)
+
+    import labkit as lk
+    from labkit.training.losses import masked_diffusion_loss
+    from labkit.training.scratch import ScratchConfig, training_data
+    source = code_cell(nb, "def masked_loss_by_hand(").source
+    definition = source.split("logits_fn = lambda", 1)[0]
+    assert "/ t[:, None]" in definition
+    scope = {"torch": torch}
+    exec(definition.replace(" / t[:, None]", ""), scope)
+    lm = lk.load("tiny")
+    _, corpus = training_data()
+    x0 = corpus.batch(ScratchConfig(objective="masked", seed=0), 0)
+    with torch.no_grad():
+        logits_fn = lambda x: lm.net(x).logits  # noqa: E731
+        unweighted = scope["masked_loss_by_hand"](logits_fn, x0, lm.mask_id, torch.Generator().manual_seed(0))
+        weighted = masked_diffusion_loss(logits_fn, x0, lm.mask_id, generator=torch.Generator().manual_seed(0))
+    assert abs(weighted.item() - by_hand) < 1e-4
+    assert unweighted.item() < weighted.item() and not torch.allclose(unweighted, weighted)
+    says(stop_text("2.5"), f"to about {unweighted.item():.1f} nats per token on step 0's batch")
+
+
+# ---------------------------------------------------------------- 4. what the course points to exists
+
+def test_each_homework_solution_it_names_is_an_exercise_with_its_solution():
+    homework = flat(course().split("## Homework", 1)[1].split("## Glossary", 1)[0])
+    named = re.findall(r"notebook (\d\d), exercises? (\d)(?:(?: and |–)(\d))?", homework)
+    assert len(named) >= 9
+    for number, first, last in named:
+        (path,) = NOTEBOOKS.glob(f"{number}_*.ipynb")
+        cells = nbformat.read(path, as_version=4).cells
+        for k in range(int(first), int(last or first) + 1):
+            i = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and f"**{k}.**" in c.source)
+            assert cells[i + 1].cell_type == "code" and "# Solution" in cells[i + 1].source, (number, k)
+
+
+def test_every_command_line_the_course_gives_parses():
+    from labkit.cli.main import build_parser
+
+    parser = build_parser()
+    for text in (course(), course_zh()):
+        lines = sorted(set(re.findall(r"`(labkit (?:eval|bench|serve|generate)[^`]*)`", text)))
+        assert len(lines) >= 4
+        for line in lines:
+            parser.parse_args(shlex.split(line)[1:])
+
+
+def test_the_course_drops_what_the_notebooks_no_longer_say():
+    for text in (course(), course_zh()):
+        for gone in ("seed 000", "seed 003", "seed 004", "tiny-task", "Things to try", "two minutes", "两分钟",
+                     "take minutes", "要运行好几分钟"):
+            assert gone not in text, gone
+
+if __name__ == "__main__":
+    rows = dry_run()
+    print(table(rows))
+    for s in "12":
+        print(f"session {s}: {sum(r['minutes'] for r in rows if r['stop'].startswith(s))} minutes")
