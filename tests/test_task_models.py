@@ -57,3 +57,12 @@ def test_a_sum_and_a_fact_are_asked_plainly():
     filled = lk.generate(facts, f"____>{b}").texts[0]              # the gap filled around the given name
     assert len(filled) == 2 * reversal.NAME + 1 and filled.endswith(f">{b}")
     assert torch.equal(lk.generate(facts, f"R{a}>").ids, lk.generate(facts, f"{a}>").ids)   # tag or not, one question
+
+
+def test_tiny_adds_confident_order_writes_the_sum_most_significant_digit_first():
+    """docs/models.md and notebook 11 say so: the mean step each sum digit is written at rises left to right."""
+    add = lk.load("tiny-add")
+    sums = [it.prompt[1:-1] for it in heldout("addition", 40)]
+    out = lk.generate(add, sums, "low_confidence")
+    steps = out.trace.commit_step()[:, out.trace.prompt_len:].float().mean(0)        # (6,)
+    assert bool((steps[1:] > steps[:-1]).all()), steps

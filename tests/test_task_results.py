@@ -111,3 +111,39 @@ def test_the_targets_computed_from_a_hand_built_result():
     assert row("Facts: forward ≥ 95% (masked") == (True, "")
     assert row("Parallel, mirror")[0] is True
     assert row("tiny-x: ≤ 5 MB") == (False, "0.50 MB over") and row("tiny-sudoku: ≤ 5 MB") == (True, "")
+
+
+def test_the_prose_of_docs_models_says_what_tasks_json_shows(result):
+    """Each comparative sentence of docs/models.md's task section, read back from tasks.json."""
+    docs = (ROOT / "docs" / "models.md").read_text()
+    section = " ".join(docs[docs.index("## Where diffusion wins"):docs.index("## How `tiny-cap`")].split())
+
+    def acc(pair, label, task, group=None):
+        return tables.accuracy(result, pair, label, task, group)["accuracy"]
+    confident, fixed = ("low-confidence", "margin", "entropy"), ("random order", "left to right")
+    assert "the AR twin, which can only go left to right, solves the fewest" in section
+    sudoku = [acc("sudoku", r["label"], "sudoku") for r in result["pairs"]["sudoku"]["runs"]]
+    assert acc("sudoku", bench.AR_LABEL, "sudoku") == min(sudoku)
+    assert min(acc("sudoku", c, "sudoku") for c in confident) > max(acc("sudoku", f, "sudoku") for f in fixed)
+    gaps = {g: acc("sudoku", "low-confidence", "sudoku", g) - acc("sudoku", "random order", "sudoku", g)
+            for g in ("easy", "medium", "hard")}
+    assert "the gap is widest on the hard puzzles" in section and max(gaps, key=gaps.get) == "hard"
+    assert "one forward pass per answer at thresholds down to 0.5" in section
+    for pair, task in (("facts", "mirror"), ("add", "addition")):
+        for label in ("threshold 0.9", "threshold 0.7", "threshold 0.5"):
+            s = tables.accuracy(result, pair, label, task)
+            assert s["nfe_mean"] == 1.0 and s["accuracy"] == 1.0, (pair, label)
+    s = tables.accuracy(result, "sudoku", "S mode", "sudoku")
+    assert "many more cells right than wrong" in section and s["edits"]["fixed"] > 2 * s["edits"]["broke"]
+    assert s["accuracy"] < min(acc("sudoku", c, "sudoku") for c in confident)
+    assert acc("facts", "S mode", "reversal", "forward") < 1 and acc("add", "S mode", "addition") < 1
+    assert "recalls every one-way fact forwards and none in reversed order" in section
+    assert acc("facts", bench.AR_LABEL, "reversal", "forward") == 1 and acc("facts", bench.AR_LABEL, "reversal",
+                                                                            "backward_reversed") == 0
+    assert "answers backwards by infill of the trained layout as well as forwards" in section
+    assert acc("facts", "low-confidence", "reversal", "backward_infill") >= acc("facts", "low-confidence", "reversal",
+                                                                                  "forward")
+    assert "also answers most of them in the reversed order" in section
+    assert acc("facts", "low-confidence", "reversal", "backward_reversed") > 0.5
+    assert "both the masked model (in every order) and the AR twin are exact" in section
+    assert all(acc("add", label, "addition") == 1 for label in (*bench.ONE_PER_STEP, bench.AR_LABEL))
