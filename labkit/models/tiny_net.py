@@ -173,7 +173,9 @@ class TinyDLM(PreTrainedModel):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 labels: torch.Tensor | None = None, **kwargs) -> MaskedLMOutput:
-        L = input_ids.shape[1] if attention_mask is None else int(attention_mask.sum(-1).max())   # real tokens
+        L = input_ids.shape[1]
+        if L > self.config.max_position_embeddings and attention_mask is not None:   # left padding is not context
+            L = int(attention_mask.sum(-1).max())                 # (read only then: no device sync per step)
         if L > self.config.max_position_embeddings:
             raise ValueError(f"input length {L} exceeds the model's context "
                              f"max_position_embeddings={self.config.max_position_embeddings}")
