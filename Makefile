@@ -1,6 +1,7 @@
 # make lab  : set up .venv (first time) and open JupyterLab on the quickstart notebook
 # make test : set up .venv (first time) and run the unit tests and the notebooks under nbval
 # make nbval: set up .venv (first time) and run only the notebooks under nbval (as `pytest --nbval notebooks/`)
+# make check: ruff and the fast unit tests (the inner loop, about 3 minutes)
 PYTHON ?= python3
 VENV   ?= .venv
 # torch 2.13.0 from the configured package index (here a local CPU wheel). On a plain PyPI
@@ -17,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test nbval install notebooks model model-ar model-cap model-tasks bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test check nbval install notebooks model model-ar model-cap model-tasks bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -36,10 +37,18 @@ lab: install
 	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True \
 	    --LabApp.default_url=/lab/tree/01_quickstart.ipynb
 
+# Two pytest workers (one per core, one torch thread each: labkit's default on 2 cores); a test file
+# or a notebook runs whole on one worker (--dist loadfile), so a notebook's cells stay in order.
+TEST_WORKERS ?= 2
 test: install
 	$(BIN)/python -m ruff check labkit tests benchmarks
-	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q -p tests.nbval_plugin tests notebooks --nbval --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg
+	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -p tests.nbval_plugin tests notebooks \
+	    --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+# The inner loop: ruff and the unit tests that take seconds (tests/conftest.py names the slow files).
+check: install
+	$(BIN)/python -m ruff check labkit tests benchmarks
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow_file" tests
 
 # Only the notebooks, compared with their stored outputs: the root conftest.py registers the nbval
 # plugin and its sanitizer and picks this environment's kernel, so no other flag is needed.

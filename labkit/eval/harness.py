@@ -175,8 +175,10 @@ class LabkitLM(LM):
                     cfg_scale=self.loop.get("cfg_scale", 0.0), penalty_lambda=self.loop.get("penalty_lambda", 0.0))
 
     def _fit(self, context: str, gen_length: int) -> str:
-        """The context, cut from the left so that it and the canvas fit the model's context."""
-        if self.lm.max_length is None:
+        """The context, cut from the left so that it and the canvas fit the model's context; a task
+        model's question (labkit.models.formats) is laid out by the loop in its own layout, whole."""
+        from ..models.formats import fit
+        if self.lm.max_length is None or fit(self.lm, [context]) is not None:
             return context
         ids = self.lm.encode(context)
         room = self.lm.max_length - gen_length

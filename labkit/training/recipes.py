@@ -86,6 +86,9 @@ class TrainConfig:
             raise ValueError("shift_logits, cap_weight, edit_prob and distill apply to objective='diffusion' only")
         if self.data == "tasks" and (self.distill or self.init_from or self.cap_weight or self.edit_stutter):
             raise ValueError("data='tasks' trains from scratch: no init_from, distill, cap_weight or edit_stutter")
+        if self.distill < 0 or (self.distill and not self.init_from):
+            raise ValueError(f"distill must be 0 (off) or a prompt count > 0 with init_from set (the "
+                             f"teacher), got distill={self.distill}, init_from={self.init_from!r}")
         if self.data == "tasks":
             self._check_tasks()
         elif self.tasks:
@@ -104,9 +107,6 @@ class TrainConfig:
         longest = max(row_length(t, kind) for t in names)
         if self.seq_len < longest:
             raise ValueError(f"seq_len must be >= {longest} (the longest row of {', '.join(names)}), got {self.seq_len}")
-        if self.distill < 0 or (self.distill and not self.init_from):
-            raise ValueError(f"distill must be 0 (off) or a prompt count > 0 with init_from set (the "
-                             f"teacher), got distill={self.distill}, init_from={self.init_from!r}")
 
 
 # The committed models, in the order they are trained: tiny-ar from scratch, tiny adapted from it,
