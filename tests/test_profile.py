@@ -156,7 +156,7 @@ def _gpu_check():
 
 def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):
     out = tmp_path / "g.json"
-    assert _gpu_check().main(["--shape", "small", "--device", "cpu", "--max-batch", "16", "--out", str(out),
+    assert _gpu_check().main(["--shape", "small", "--device", "cpu", "--max-batch", "4", "--out", str(out),
                               "--tmp-dir", str(tmp_path), "--compile", "none", "--repeats", "0",
                               "--peak-tflops", "1.5"]) == 0
     r = json.loads(out.read_text())
@@ -166,7 +166,7 @@ def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):
     assert floor["length"] == 512 and floor["floor_ms"] == round(2 * r["params"] * 512 / 1.5e12 * 1e3, 3)
     assert floor["ratio"] == pytest.approx(floor["median_ms"] / floor["floor_ms"], rel=1e-3)
     assert r["peak_source"] == "--peak-tflops"
-    assert [row["batch"] for row in r["batch"]["rows"]] == [1, 2, 4, 8, 16]
+    assert [row["batch"] for row in r["batch"]["rows"]] == [1, 2, 4]
     timed = r["comparisons"]["timed"]                 # no official copies given: labkit's own runs only
     assert timed["gen_length"] == 256 and timed["block_length"] == 32 and 400 <= timed["prompt_tokens"] <= 512
     assert set(timed["seconds"]) == {"labkit", "labkit_gpu", "labkit_prefix", "labkit_dual", "labkit_threshold",

@@ -17,14 +17,16 @@ def llada_schedule(m: int, steps: int) -> list[int]:
 
 
 def test_ceil_schedule_equals_llada_remainder_first_split():
-    for m in range(0, 300):
-        for steps in range(1, 80):
-            left, got = m, []
-            for i in range(steps):
-                k = int(ceil_div(torch.tensor([left]), steps - i))
-                got.append(k)
-                left -= k
-            assert got == llada_schedule(m, steps), (m, steps)
+    masks = torch.arange(300)                                   # every mask count 0..299 at once, as a batch
+    for steps in range(1, 80):
+        left, got = masks.clone(), []
+        for i in range(steps):
+            k = ceil_div(left, steps - i)                           # (300,)
+            got.append(k)
+            left = left - k
+        got = torch.stack(got, 1).tolist()                          # (300, steps)
+        for m in range(300):
+            assert got[m] == llada_schedule(m, steps), (m, steps)
 
 
 def state(x, steps, step=0, start=0, end=None, frozen=None):
