@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test check nbval install notebooks model model-ar model-cap model-tasks bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebooks model model-ar model-cap model-tasks bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -40,10 +40,17 @@ lab: install
 # Two pytest workers (one per core, one torch thread each: labkit's default on 2 cores); a test file
 # or a notebook runs whole on one worker (--dist loadfile), so a notebook's cells stay in order.
 TEST_WORKERS ?= 2
+TEST_FLAGS ?=
 test: install
 	$(BIN)/python -m ruff check labkit tests benchmarks
 	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -p tests.nbval_plugin tests notebooks \
-	    --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+	    --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg $(TEST_FLAGS)
+
+# Where make test's time goes (docs/benchmarks.md, "Test times"): the same run with every test's
+# seconds, summed per notebook and per test file into benchmarks/results/test_times.json.
+test-times: install
+	$(MAKE) --no-print-directory test TEST_FLAGS=--durations=0 > $(VENV)/test-times.log 2>&1; status=$$?; \
+	    $(BIN)/python benchmarks/test_times.py $(VENV)/test-times.log --out benchmarks/results/test_times.json; exit $$status
 
 # The inner loop: ruff and the unit tests that take seconds (tests/conftest.py names the slow files).
 check: install

@@ -66,11 +66,11 @@ def rules_for(pair: str, labels=None) -> list[tuple[str, str, dict]]:
 
 
 def run_pair(pair: str, lm, ar=None, n: int | None = None, labels=None, log=None) -> list[dict]:
-    """One evaluate_tasks result per rule on the masked model `lm`, then the AR twin's (if given),
-    each with its label and wall seconds."""
+    """One evaluate_tasks result per rule on the masked model `lm` (if given), then the AR twin's
+    (if given), each with its label and wall seconds."""
     tasks = PAIRS[pair][2]
     runs = []
-    for label, name, knobs in rules_for(pair, labels):
+    for label, name, knobs in rules_for(pair, labels) if lm is not None else ():
         t0 = time.perf_counter()
         r = evaluate_tasks(lm, name, tasks=tasks, n=n, **knobs)
         runs.append({"label": label, "rule": name, "knobs": knobs, **r, "seconds": round(time.perf_counter() - t0, 1)})
@@ -127,25 +127,53 @@ SEED_RUNS = Path("runs") / "task-seeds"   # where seeds other than 0 train (resu
 def seed_runs(folder: str | Path = SEED_RUNS, seeds=SEEDS, n: int | None = None, log=None) -> dict:
     """The Sudoku pair once per training seed at its full recipe: seed 0 is the committed pair,
     every other seed trains into folder/ (resumable: a finished run is only evaluated), one
-    thread per model. Each is evaluated under SEED_RULES: the order effect's spread across seeds."""
+    thread per model. Each model is evaluated under SEED_RULES (its own rows: the masked model's
+    orders and rules, or the AR twin's), and the evaluation is kept in folder/ as
+    `<model>-seed<k>.eval.json`, so a rerun evaluates only what is new: the order effect's spread
+    across seeds."""
     import dataclasses
     import json
 
-    from ..models.load import load, model_folder
+    from ..models.load import model_folder
     from ..training.loop import train
     from ..training.recipes import RECIPES
 
     masked, twin, _ = PAIRS["sudoku"]
     runs, minutes = [], {}
     for seed in seeds:
-        pair = {}
         for name in (masked, twin):
             run = model_folder(name) if seed == 0 else Path(folder) / f"{name}-seed{seed}"
             if seed:
                 train(dataclasses.replace(RECIPES[name], seed=seed), run, progress=False, log=log or (lambda m: None))
-            pair[name] = load(name if seed == 0 else str(run))
             minutes[f"{name} seed {seed}"] = round(json.loads((run / "training.json").read_text())["train_seconds"] / 60, 1)
-        for r in run_pair("sudoku", pair[masked], pair[twin], n=n, labels=SEED_RULES, log=log):
-            runs.append({"seed": seed, **{k: r[k] for k in ("label", "rule", "knobs", "tasks")}})
+            rows = _seed_eval(name, run, seed, Path(folder), n, log)
+            runs.extend({"seed": seed, **{k: r[k] for k in ("label", "rule", "knobs", "tasks")}} for r in rows)
+    order = {label: i for i, label in enumerate(SEED_RULES)}
+    runs.sort(key=lambda r: (r["seed"], order[r["label"]]))
     return {"pair": "sudoku", "models": [masked, twin], "seeds": list(seeds), "items_per_task": n or "all",
             "runs": runs, "train_minutes": minutes}
+
+
+def _seed_eval(name: str, run: Path, seed: int, folder: Path, n: int | None, log) -> list[dict]:
+    """run_pair's rows for one model of the Sudoku pair at one seed, read from its kept evaluation
+    when that evaluation was of the same weights, items and rules."""
+    import hashlib
+    import json
+
+    from ..models.load import load
+
+    weights = hashlib.sha256((run / "model.safetensors").read_bytes()).hexdigest()
+    key = {"weights": weights, "n": n, "labels": list(SEED_RULES)}
+    kept = folder / f"{name}-seed{seed}.eval.json"
+    if kept.is_file():
+        data = json.loads(kept.read_text())
+        if data["key"] == key:
+            return data["runs"]
+    lm = load(name if seed == 0 else str(run))
+    if name == PAIRS["sudoku"][1]:
+        rows = run_pair("sudoku", None, lm, n=n, labels=(AR_LABEL,), log=log)
+    else:
+        rows = run_pair("sudoku", lm, None, n=n, labels=SEED_RULES, log=log)
+    folder.mkdir(parents=True, exist_ok=True)
+    kept.write_text(json.dumps({"key": key, "runs": rows}))
+    return rows
