@@ -91,8 +91,9 @@ define install_model
 endef
 
 # The task models, one pair per task family (labkit.tasks): the masked models in one queue and their
-# AR twins in another, side by side, one thread each (each run resumes if interrupted; the whole set
-# takes about 2 h 10 min on 2 cores: docs/models.md), then evaluated into their cards.
+# AR twins in another, side by side, one thread each (each run resumes if interrupted), then evaluated
+# into their cards. The AR lane is the longer: about 2 h 40 min on a quiet 2-core machine from the
+# measured step times (tiny-sudoku-ar 1.0 s a step), 3 h as recorded beside other work (docs/models.md).
 TASK_MASKED := tiny-sudoku tiny-facts tiny-add
 TASK_AR     := tiny-sudoku-ar tiny-facts-ar tiny-add-ar
 model-tasks: install

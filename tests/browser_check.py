@@ -338,11 +338,13 @@ def main(argv=None) -> int:
                 for name in names:
                     page = browser.new_page(viewport={"width": 1400, "height": 1000})
                     page.on("console", lambda m: m.type == "error" and print("console:", m.text[:300], file=sys.stderr))
+                    t0 = time.perf_counter()
                     try:
                         r = check_notebook(page, f"http://127.0.0.1:{port}", name, shots, args.timeout)
                     except Exception as e:                      # report, then go on to the next
                         r = {"notebook": name, "problems": [f"{type(e).__name__}: {e}"]}
                         page.screenshot(path=str(shots / name.replace(".ipynb", ".png")))
+                    r["seconds"] = round(time.perf_counter() - t0, 1)   # opening, running and checking it
                     results.append(r)
                     print(json.dumps(r), flush=True)
                     page.close()
