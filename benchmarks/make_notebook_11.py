@@ -409,6 +409,16 @@ print(f"seeds {seeds['seeds']}, every held-out puzzle; training minutes: " +
 print(tables.markdown_seeds(seeds))
 """)
 
+code("""
+def seed_acc(label, seed):
+    return next(r["tasks"]["sudoku"]["accuracy"] for r in seeds["runs"] if r["label"] == label and r["seed"] == seed)
+confident, others = ("low-confidence", "margin"), ("random order", "left to right", bench.AR_LABEL)
+for seed in seeds["seeds"]:
+    worst, best = min(seed_acc(c, seed) for c in confident), max(seed_acc(o, seed) for o in others)
+    print(f"seed {seed}: the weaker confident order {worst:.1%}, the best of random, left to right and the AR twin "
+          f"{best:.1%}: confident ahead by {100 * (worst - best):.1f} points")
+""")
+
 md("""
 ## 7 · The targets, and the training curves
 

@@ -68,6 +68,19 @@ def test_the_seed_runs_are_the_full_recipe_of_the_sudoku_pair(seeds):
     assert len(seeds["train_minutes"]) == 2 * len(bench.SEEDS)
 
 
+def test_the_order_effect_holds_in_every_seed_as_docs_models_says(seeds):
+    docs = " ".join((ROOT / "docs" / "models.md").read_text().split())
+    assert ("In each of the three seeds, both confident orders (low-confidence, margin) solve more puzzles "
+            "than random order, left to right and the AR twin, on all puzzles and on the hard ones") in docs
+    for seed in seeds["seeds"]:
+        for group in (None, "hard"):
+            def acc(label):
+                r = next(r for r in seeds["runs"] if r["seed"] == seed and r["label"] == label)["tasks"]["sudoku"]
+                return (r if group is None else r["groups"][group])["accuracy"]
+            assert min(acc("low-confidence"), acc("margin")) > max(acc(x) for x in ("random order", "left to right",
+                                                                                     bench.AR_LABEL)), (seed, group)
+
+
 def test_the_targets_computed_from_a_hand_built_result():
     """The target logic on numbers chosen by hand: each row says met or by how much it missed."""
     def s(acc, tpf=1.0, edits=None, groups=None):
