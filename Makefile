@@ -151,7 +151,7 @@ browser-check: install
 	    $(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium >/dev/null; }
 	$(BIN)/python -m pip install --quiet -e ".[browser]"
-	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python tests/browser_check.py --chromium $(CHROMIUM) $(if $(DOCS),--docs)
+	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python tests/browser_check.py --workers $(TEST_WORKERS) --chromium $(CHROMIUM) $(if $(DOCS),--docs)
 
 clean-venv:
 	rm -rf $(VENV)
