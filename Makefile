@@ -1,7 +1,7 @@
 # make lab  : set up .venv (first time) and open JupyterLab on the quickstart notebook
 # make test : set up .venv (first time) and run the unit tests and the notebooks under nbval
 # make nbval: set up .venv (first time) and run only the notebooks under nbval (as `pytest --nbval notebooks/`)
-# make check: ruff and the fast unit tests (the inner loop, about 3 minutes)
+# make check: ruff and the fast unit tests (the inner loop, about 75 s on 2 cores)
 PYTHON ?= python3
 VENV   ?= .venv
 # torch 2.13.0 from the configured package index (here a local CPU wheel). On a plain PyPI

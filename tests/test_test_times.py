@@ -41,3 +41,21 @@ def test_seconds_are_summed_per_notebook_and_per_file_with_the_summary():
 def test_a_log_without_durations_or_summary_is_refused(log, message):
     with pytest.raises(ValueError, match=message):
         module().parse(log)
+
+
+def test_the_before_after_table_has_every_notebook_and_the_run():
+    mod = module()
+    r = mod.parse(LOG)
+    table = mod.before_after(r)
+    assert "| 03_parallel_decoding.ipynb | 330.0 | 32.6 |" in table
+    assert "| 01_quickstart.ipynb | 13.5 | 5.0 |" in table
+    assert "| make test: tests passed | 999 | 7 |" in table
+
+
+def test_docs_benchmarks_shows_the_recorded_run():
+    import json
+    root = Path(__file__).resolve().parents[1]
+    r = json.loads((root / "benchmarks" / "results" / "test_times.json").read_text())
+    docs = (root / "docs" / "benchmarks.md").read_text()
+    for table in (module().before_after(r), module().markdown(r)):
+        assert table in docs, "docs/benchmarks.md: paste the tables benchmarks/test_times.py prints"
