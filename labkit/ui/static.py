@@ -1,7 +1,8 @@
 """Plotly figures that survive GitHub, nbviewer and a printout: each figure a notebook shows also
 carries a static PNG, a matplotlib drawing of the same data (heatmaps, lines and markers, bars, the
-vertical and horizontal lines of its shapes, titles), in the same output. JupyterLab shows the
-interactive figure; a viewer that cannot run plotly shows the PNG.
+vertical and horizontal lines of its shapes, titles), in the same output. A viewer that cannot
+run plotly shows the PNG; JupyterLab's plotly renderer shows the PNG too until the pointer enters
+the figure, then draws the interactive one in its place (zoom, hover, legend).
 
     lk.viz.notebook_mode()        # first cell: every plotly figure shown after it carries its PNG
     figure_png(fig.to_dict())     # the PNG bytes of one figure

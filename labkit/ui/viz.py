@@ -54,7 +54,8 @@ from .grids import canvas_grid, commit_grid, stats_table, token_grid, token_grid
 def notebook_mode() -> None:
     """Show plotly figures through JupyterLab's plotly mime renderer (no 4 MB of inlined plotly.js
     per notebook), each with a static PNG twin in the same output (labkit.ui.static), so GitHub,
-    nbviewer and a printout show it too. Call it once in a notebook's first cell."""
+    nbviewer and a printout show it too; in JupyterLab the interactive figure replaces the PNG when
+    the pointer enters it. Call it once in a notebook's first cell."""
     import plotly.io as pio
 
     from .static import register
