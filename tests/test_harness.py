@@ -1,5 +1,6 @@
 """labkit inside lm-evaluation-harness: lm_eval.simple_evaluate (not a mock) on the shipped tasks,
 the model_args checks, and the server route giving the direct route's scores."""
+import functools
 import math
 
 import pytest
@@ -12,12 +13,18 @@ from labkit.eval.harness import LabkitLM, cut_at_stop, parse_model_args  # noqa:
 LIMIT = 24
 
 
-def evaluate(model, tasks, limit=LIMIT, **kw):
+@functools.cache
+def task_manager():
+    """labkit's own tasks only, indexed once per test run: lm-eval's thousands of built-in task files
+    (about 20 s to index on 2 cores) are never asked for here."""
     from lm_eval.tasks import TaskManager
 
-    tm = TaskManager(include_path=str(harness.TASKS_DIR))
-    return lm_eval.simple_evaluate(model=model, tasks=tasks, limit=limit, task_manager=tm, log_samples=False,
-                                   bootstrap_iters=0, **kw)["results"]
+    return TaskManager(include_path=str(harness.TASKS_DIR), include_defaults=False)
+
+
+def evaluate(model, tasks, limit=LIMIT, **kw):
+    return lm_eval.simple_evaluate(model=model, tasks=tasks, limit=limit, task_manager=task_manager(),
+                                   log_samples=False, bootstrap_iters=0, **kw)["results"]
 
 
 @pytest.fixture(scope="module")
