@@ -112,7 +112,7 @@ def test_generate_on_the_causal_twin_defaults_to_left_to_right(capsys):
 
 
 def test_bench_samplers_json_and_plot(tmp_path, capsys):
-    assert main(["bench", "samplers", "--prompts", "2", "--gen-length", "64", "--only", "low_confidence_2tok", "threshold_0.9",
+    assert main(["bench", "samplers", "--prompts", "2", "--gen-length", "32", "--only", "low_confidence_2tok", "threshold_0.9",
                  "draft_edit_quality", "ar", "--cap-model", "tiny", "--json", "--quiet",
                  "--out", str(tmp_path)]) == 0
     result = json.loads(capsys.readouterr().out)
