@@ -92,8 +92,8 @@ endef
 
 # The task models, one pair per task family (labkit.tasks): the masked models in one queue and their
 # AR twins in another, side by side, one thread each (each run resumes if interrupted), then evaluated
-# into their cards. The AR lane is the longer: about 2 h 40 min on a quiet 2-core machine from the
-# measured step times (tiny-sudoku-ar 1.0 s a step), 3 h as recorded beside other work (docs/models.md).
+# into their cards. The AR lane is the longer: 3 h as recorded in the twins' training.json beside
+# other work (docs/models.md gives each model's minutes); less on a quiet machine.
 TASK_MASKED := tiny-sudoku tiny-facts tiny-add
 TASK_AR     := tiny-sudoku-ar tiny-facts-ar tiny-add-ar
 model-tasks: install

@@ -44,8 +44,7 @@ cosine decay, the masked loss with the number of masks drawn uniformly over the 
 loss divided by it (`losses.masked_count_loss`), next-token loss on the answer for the twins. The
 minutes are those recorded in each `training.json`: one thread per model, the masked models in one
 queue and the twins in another, on a 2-core machine that also ran evaluations and notebooks at the
-time, so they are longer than the same runs take on a quiet machine (there, one step of `tiny-sudoku`
-took 0.32 s and one of its twin 1.0 s). How the recipe was found: the row, column and box embeddings
+time, so they are longer than the same runs take on a quiet machine. How the recipe was found: the row, column and box embeddings
 follow calibration runs in which a Sudoku model with cell positions only stayed on its loss plateau;
 the place-value embedding is the same idea for digits; the AR twin of the facts recalled every
 one-way fact forwards after 3,000 steps of this recipe in a calibration run here (24 min on one

@@ -2,7 +2,6 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -190,10 +189,8 @@ def test_bench_samplers_can_skip_the_speed_runs():
 
 
 def test_recipe_sweep_ranks_variants_by_targets_then_variety():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("recipe_sweep", Path(__file__).parents[1] / "benchmarks" / "recipe_sweep.py")
-    sweep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sweep)
+    from notebook_cells import script
+    sweep = script("recipe_sweep")
     rows = {k: {"tpf": 2.0, "gen_ppl": 6.0} for k in sweep.NAMES}
     ratio = {k: 1.0 for k in sweep.NAMES}
     def result(name, met, d2, folder=True):

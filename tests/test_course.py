@@ -21,6 +21,8 @@ from datetime import datetime
 from pathlib import Path
 
 import nbformat
+from notebook_cells import code_cell
+from notebook_cells import output as printed
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -230,25 +232,6 @@ def flat(text: str) -> str:
 
 def stop_text(stop_id: str, text: str | None = None) -> str:
     return flat(course_stops(text or course())[stop_id][3])
-
-
-def code_cell(nb, anchor: str):
-    cells = [c for c in nb.cells if c.cell_type == "code" and anchor in c.source]
-    assert len(cells) == 1, f"{len(cells)} code cells contain {anchor!r}"
-    return cells[0]
-
-
-def printed(nb, anchor: str) -> str:
-    """The stored text output of the one code cell that contains `anchor`."""
-    parts = []
-    for o in code_cell(nb, anchor).get("outputs", []):
-        if o.output_type == "stream":
-            parts.append(o.text)
-        elif "data" in o and "text/plain" in o.data:
-            parts.append(o.data["text/plain"])
-    text = "".join(parts)
-    assert text, f"the cell with {anchor!r} has no stored text output"
-    return text
 
 
 def result(name: str):

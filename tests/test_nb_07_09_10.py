@@ -1,6 +1,6 @@
 """Notebooks 07, 09 and 10 as stored: exercises with their solutions (issue 34), the loss written by hand
 in notebook 10 with the derivation of its weight, the renderer of the first cell, and nothing checked or
-drawn less than before the sweeps moved behind their JSON (issue 33). Read with nbformat, never executed."""
+drawn less than before is tests/test_nb_listing.py's. Read with nbformat, never executed."""
 from __future__ import annotations
 
 import re
@@ -8,34 +8,20 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from notebook_cells import compared
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NAMES = ("07_profiling.ipynb", "09_serving.ipynb", "10_train_from_scratch.ipynb")
-# before this change: code cells whose output nbval compares, and stored figures (plotly or PNG)
-BEFORE = {"07_profiling.ipynb": (7, 2), "09_serving.ipynb": (20, 0), "10_train_from_scratch.ipynb": (10, 8)}
 
 
 def read(name):
     return nbformat.read(NOTEBOOKS / name, as_version=4)
 
 
-def compared(cell) -> bool:
-    return cell.cell_type == "code" and "NBVAL_IGNORE_OUTPUT" not in cell.source and "NBVAL_SKIP" not in cell.source
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_first_cell_sets_up_the_figure_renderer(name):
     first = next(c for c in read(name).cells if c.cell_type == "code")
     assert "lk.viz.notebook_mode()" in first.source
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_no_fewer_checked_cells_or_figures(name):
-    nb = read(name)
-    checked = sum(compared(c) and bool(c.get("outputs")) for c in nb.cells)
-    figures = sum(any(k in o.get("data", {}) for k in ("image/png", "application/vnd.plotly.v1+json"))
-                  for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    assert (checked, figures) >= BEFORE[name] and checked >= BEFORE[name][0] and figures >= BEFORE[name][1]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from notebook_cells import counts
 
 ROOT = Path(__file__).resolve().parents[1]
 # notebook → (code cells, cells nbval compares, stored figures) at commit 1b2b358
@@ -20,15 +21,6 @@ BEFORE = {
     "10_train_from_scratch.ipynb": (25, 10, 8), "11_where_diffusion_wins.ipynb": (18, 15, 3),
 }
 TESTS_BEFORE = 999
-
-
-def counts(nb) -> tuple[int, int, int]:
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    compared = sum(bool(c.get("outputs")) and "NBVAL_IGNORE_OUTPUT" not in c.source and "NBVAL_SKIP" not in c.source
-                   for c in code)
-    figures = sum(any(k in o.get("data", {}) for k in ("image/png", "application/vnd.plotly.v1+json"))
-                  for c in code for o in c.get("outputs", []))
-    return len(code), compared, figures
 
 
 def test_every_notebook_is_listed():

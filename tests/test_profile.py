@@ -4,6 +4,7 @@ import json
 
 import pytest
 import torch
+from notebook_cells import script
 
 import labkit as lk
 from labkit.profile import StepTimer, observe, peak_memory, profile_generate
@@ -145,13 +146,7 @@ def test_a_stretched_copy_matches_the_model_inside_its_context(tiny):
 
 
 def _gpu_check():
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
-    spec = importlib.util.spec_from_file_location("gpu_check", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("gpu_check")
 
 
 def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):

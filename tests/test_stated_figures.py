@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from notebook_cells import code_cell, output
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -55,25 +56,6 @@ def markdown(nb, anchor: str) -> str:
     cells = [c.source for c in nb.cells if c.cell_type == "markdown" and anchor in c.source]
     assert len(cells) == 1, f"{len(cells)} markdown cells contain {anchor!r}"
     return flat(cells[0])
-
-
-def code_cell(nb, anchor: str):
-    cells = [c for c in nb.cells if c.cell_type == "code" and anchor in c.source]
-    assert len(cells) == 1, f"{len(cells)} code cells contain {anchor!r}"
-    return cells[0]
-
-
-def output(nb, anchor: str) -> str:
-    """The stored text output (streams and plain-text results) of the one code cell with `anchor`."""
-    parts = []
-    for o in code_cell(nb, anchor).get("outputs", []):
-        if o.output_type == "stream":
-            parts.append(o.text)
-        elif "data" in o and "text/plain" in o.data:
-            parts.append(o.data["text/plain"])
-    text = "".join(parts)
-    assert text, f"the cell with {anchor!r} has no stored text output"
-    return text
 
 
 def says(prose: str, *figures: str) -> None:

@@ -1,10 +1,10 @@
 """benchmarks/test_times.py: a pytest log with --durations=0 summed per notebook and per test file."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from notebook_cells import script
 
 LOG = """\
 ........                                                                 [100%]
@@ -20,11 +20,7 @@ LOG = """\
 
 
 def module():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "test_times.py"
-    spec = importlib.util.spec_from_file_location("test_times", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script("test_times")
 
 
 def test_seconds_are_summed_per_notebook_and_per_file_with_the_summary():
