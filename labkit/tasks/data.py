@@ -76,22 +76,27 @@ def is_heldout(key: str) -> bool:
     return zlib.crc32(key.encode()) % BUCKETS == HELDOUT_BUCKET
 
 
+def sudoku_puzzle(rng: random.Random, lo: int, hi: int, held_out: bool) -> tuple[list[int], list[int]]:
+    """(puzzle, grid): a puzzle with one solution and lo..hi clues, its grid drawn from the
+    held-out split (held_out) or from the training split."""
+    while True:
+        grid = sudoku.random_grid(rng)
+        if is_heldout(sudoku.encode_cells(grid)) != held_out:
+            continue
+        minimal = sudoku.minimal_puzzle(grid, rng)
+        m = sudoku.clue_count(minimal)
+        if m > hi:
+            continue
+        return sudoku.with_clues(grid, minimal, rng.randint(max(lo, m), hi), rng), grid
+
+
 def _sudoku_items(rng: random.Random, n: int) -> list[Item]:
     items = []
     per = n // len(sudoku.LEVELS)
     for level, (lo, hi) in sudoku.LEVELS.items():
-        got = 0
-        while got < per:
-            grid = sudoku.random_grid(rng)
-            if not is_heldout(sudoku.encode_cells(grid)):
-                continue
-            minimal = sudoku.minimal_puzzle(grid, rng)
-            m = sudoku.clue_count(minimal)
-            if m > hi:
-                continue
-            puzzle = sudoku.with_clues(grid, minimal, rng.randint(max(lo, m), hi), rng)
+        for _ in range(per):
+            puzzle, grid = sudoku_puzzle(rng, lo, hi, held_out=True)
             items.append(Item("sudoku", f"S{sudoku.encode_cells(puzzle)}=", sudoku.encode_cells(grid), level))
-            got += 1
     return items
 
 

@@ -1,0 +1,480 @@
+"""Policy optimisation with verifiable rewards for masked diffusion LMs (and their AR twins).
+
+GRPO as the diffusion papers adapt it. Each step:
+
+1. rollouts: Q training questions (`rewards.training_question`), each decoded G times by a rule of
+   the registry at a sampling temperature (S mode included: its drafts and its edits are the
+   actions), the exact reward of each answer (`labkit.training.rewards`);
+2. advantages, normalised within each question's group: A = (r − mean_g r) / (std_g r + ε);
+3. a likelihood surrogate ℓ_θ(y) of each rollout y, since a diffusion LM's exact log p(y) is
+   intractable, drawn once per batch and reused by the inner updates (`SURROGATES`):
+   - "one_pass"   d1's diffu-GRPO: the answer all masked, the prompt masked at `prompt_mask`, one
+                  forward pass; log p of each answer token (mean-field), token-level ratios;
+   - "elbo"       ESPO's sequence-level ELBO: answer tokens masked at t ~ U(t_min, 1), Σ log p / t
+                  over the masked ones (+ `kept_weight` · log p of the kept ones, the term T2T
+                  editing reads), per token of the answer; one ratio per sequence;
+   - "block_elbo" LLaDA2.1's EBPO: the same bound per block of `block_length` answer tokens, each
+                  block noised with the blocks before it clean and those after it masked (what
+                  block decoding shows the model), summed over blocks; one ratio per sequence;
+   - "exact"      an AR twin's exact Σ log p(y_i | y_<i), token-level ratios: the control;
+4. `inner_steps` updates of the clipped objective
+       J = mean over rows of min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A) − β · KL(π_θ ‖ π_ref),
+   ρ = exp(ℓ_θ − ℓ_old) per token (one_pass, exact) or per sequence (elbo, block_elbo); the KL
+   is exact over the vocabulary at every position the surrogate reads, to the starting model.
+
+    labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl    # resumes from ckpt.pt
+    train_rl(RLConfig(init_from="tiny-sudoku", surrogate="elbo"), "runs/x")   # Python
+
+Every draw (questions, rollouts, masks) is a function of (seed, step): a resumed run equals one
+that never stopped.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ..tasks import Item
+from .losses import stratified_t
+from .rewards import REWARD_TASKS, rewards, training_question
+from .seeds import data_seed, noise_seed
+
+SURROGATES = ("one_pass", "elbo", "block_elbo", "exact")
+TOKEN_LEVEL = ("one_pass", "exact")          # per-token ratios; the others one ratio per sequence
+CHECKPOINT = "rl_ckpt.pt"
+ADV_EPS = 1e-4
+
+
+@dataclass(frozen=True)
+class RLConfig:
+    init_from: str = "tiny-sudoku"   # the starting policy (and KL reference): embedded name or folder
+    task: str = "sudoku"             # whose training questions and exact reward
+    rule: str = "speed"              # the rollout rule (registry name): its actions are what RL shapes
+    temperature: float = 1.0         # rollout sampling temperature (> 0: the group must differ)
+    surrogate: str = "elbo"          # one of SURROGATES
+    questions: int = 16              # questions per step
+    group: int = 8                   # rollouts per question (G)
+    inner_steps: int = 4             # clipped updates per batch of rollouts
+    clip: float = 0.2                # ε of the clipped ratio
+    kl: float = 0.05                 # β: weight of the KL to the starting model
+    lr: float = 1e-5
+    steps: int = 200                 # rollout batches
+    grad_clip: float = 1.0
+    scale_rewards: bool = True       # divide by the group's std (GRPO); False: centre only (Dr. GRPO)
+    elbo_samples: int = 1            # Monte-Carlo draws of the (block) ELBO per rollout
+    t_min: float = 0.1               # masking ratios t ~ U(t_min, 1) for the ELBO surrogates
+    kept_weight: float = 0.0         # ELBO: weight of log p of the kept answer tokens (what T2T reads)
+    prompt_mask: float = 0.15        # one_pass: share of prompt tokens masked (d1)
+    block_length: int = 0            # decoding block (0: the whole answer); block_elbo's block
+    clues: tuple = (10, 16)          # sudoku: clue counts of the training puzzles
+    eval_every: int = 0              # steps between greedy evaluations on held-out items (0: none)
+    eval_items: int = 60             # held-out items per evaluation
+    seed: int = 0
+    ckpt_every: int = 10
+
+    def __post_init__(self):
+        if self.surrogate not in SURROGATES:
+            raise ValueError(f"surrogate must be one of {', '.join(SURROGATES)}, got {self.surrogate!r}")
+        if self.task not in REWARD_TASKS or self.task == "keywords":
+            raise ValueError(f"task must be one of {', '.join(t for t in REWARD_TASKS if t != 'keywords')}, "
+                             f"got {self.task!r}")
+        for name in ("questions", "inner_steps", "steps", "elbo_samples", "ckpt_every", "eval_items"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        if not isinstance(self.group, int) or self.group < 2:
+            raise ValueError(f"group must be an integer >= 2 (advantages compare rollouts of one question), "
+                             f"got {self.group!r}")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0 (greedy rollouts of one question are all alike), "
+                             f"got {self.temperature}")
+        for name, lo, hi in (("clip", 0.0, 1.0), ("t_min", 0.0, 1.0), ("prompt_mask", 0.0, 1.0)):
+            v = getattr(self, name)
+            if not (lo < v < hi or (name == "prompt_mask" and v == 0)):
+                raise ValueError(f"{name} must be in ({lo}, {hi}), got {v}")
+        for name in ("kl", "kept_weight", "eval_every", "block_length"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not self.lr > 0 or not self.grad_clip > 0:
+            raise ValueError(f"lr and grad_clip must be > 0, got {self.lr}, {self.grad_clip}")
+
+
+# The committed RL models: tiny-sudoku after RL on its own S-mode rollouts (how the recipe was
+# chosen: docs/models.md), and the AR twin under the same rewards with its exact likelihood.
+RL_RECIPES = {
+    "tiny-sudoku-rl": RLConfig(init_from="tiny-sudoku", rule="speed", temperature=0.7, surrogate="elbo",
+                               kept_weight=1.0, steps=1000, lr=2e-5, kl=0.1, clues=(10, 13),
+                               eval_every=50, eval_items=150),
+    "tiny-sudoku-ar-rl": RLConfig(init_from="tiny-sudoku-ar", rule="autoregressive", temperature=0.7,
+                                  surrogate="exact", steps=300, lr=2e-5, kl=0.1, clues=(10, 13),
+                                  eval_every=50, eval_items=150),
+}
+
+
+# --- logits with gradients --------------------------------------------------------------------
+
+def policy_logits(lm, net, x: torch.Tensor) -> torch.Tensor:
+    """x (M, L) → logits (M, L, V) of `net` called as `lm` calls its own network, with gradients."""
+    if lm.family is not None:
+        return lm.family.forward(net, x, None)
+    out = net(input_ids=x)
+    return out.logits if hasattr(out, "logits") else out[0]
+
+
+# --- rollouts ---------------------------------------------------------------------------------
+
+@dataclass
+class Rollouts:
+    """G decodings of each question: rows question-major (question q's rollouts are q·G .. q·G+G−1)."""
+    items: list[Item]            # (N,) the question of each row
+    x: torch.Tensor              # (N, L) final rows: prompt and answer canvas
+    written: torch.Tensor        # (N, L) bool: the positions the rule wrote (masks at the start)
+    texts: list[str]             # (N,) the answers
+    reward: torch.Tensor         # (N,) exact rewards
+    nfe: torch.Tensor            # (N,) forward passes each row took
+    trace: object = None         # the decoding's Trace
+
+
+def decode_knobs(lm, item: Item, block_length: int = 0) -> dict:
+    """gen_length, block_length and steps for one question: a canvas of exactly its answer's
+    length (one block unless block_length divides it), one step per answer token."""
+    n = len(lm.encode(item.answer))
+    block = block_length or n
+    if n % block:
+        raise ValueError(f"block_length must divide the answer length {n}, got {block_length}")
+    return dict(gen_length=n, block_length=block, steps=n)
+
+
+def rollout(lm, items: list[Item], rule, group: int, seed: int, block_length: int = 0) -> Rollouts:
+    """Decode each item `group` times with `rule` (a rule object or name) and score the answers."""
+    from ..decode import generate
+
+    rows = [it for it in items for _ in range(group)]
+    shapes = {(len(lm.encode(it.prompt)), len(lm.encode(it.answer))) for it in items}
+    if len(shapes) != 1:
+        raise ValueError(f"the questions of one batch must share prompt and answer lengths, got {sorted(shapes)}")
+    with torch.inference_mode():
+        out = generate(lm, [it.prompt for it in rows], rule, seed=seed, **decode_knobs(lm, items[0], block_length))
+    trace = out.trace
+    x = trace.final.clone().long()
+    written = trace.init == lm.mask_id
+    r = torch.tensor(rewards(out.texts, rows), dtype=torch.float32)
+    return Rollouts(rows, x, written.clone(), list(out.texts), r, trace.row_nfe().clone(), trace)
+
+
+def group_advantages(reward: torch.Tensor, group: int, scale: bool = True, eps: float = ADV_EPS) -> torch.Tensor:
+    """(N,) rewards, question-major in groups of `group` → (N,) advantages: each reward minus its
+    group's mean, divided by the group's standard deviation (+ eps) when `scale`. A group whose
+    rollouts all earned the same reward gets advantage 0: it carries no signal."""
+    if reward.dim() != 1 or reward.numel() % group:
+        raise ValueError(f"reward must be (N,) with N a multiple of group={group}, got {tuple(reward.shape)}")
+    r = reward.view(-1, group).float()
+    a = r - r.mean(1, keepdim=True)
+    if scale:
+        a = a / (r.std(1, keepdim=True) + eps)
+    return a.reshape(-1)
+
+
+# --- the surrogates -----------------------------------------------------------------------------
+
+@dataclass
+class Draw:
+    """The noise of one surrogate estimate, fixed for a batch's inner updates: canvases the model
+    reads and where log p of the rollout's tokens counts. M canvases, each of one rollout row."""
+    surrogate: str
+    canvas: torch.Tensor         # (M, L) what the model reads
+    row: torch.Tensor            # (M,) the rollout row of each canvas
+    weight: torch.Tensor         # (M, L) float: weight of log p(x_i | canvas) in the row's estimate
+    scored: torch.Tensor         # (M, L) bool: positions read (the KL's and token ratios' positions)
+    causal: bool = False         # logits at i predict token i + 1 (an AR twin)
+    n: torch.Tensor = None       # (N,) answer tokens of each rollout row (the per-token normaliser)
+
+
+def _answer_index(written: torch.Tensor) -> torch.Tensor:
+    """(N, L) → (N, L) long: the i-th written position of a row holds i (−1 elsewhere)."""
+    return torch.where(written, written.long().cumsum(-1) - 1, torch.full_like(written, -1, dtype=torch.long))
+
+
+def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, generator: torch.Generator, *,
+         t_min: float = 0.1, samples: int = 1, kept_weight: float = 0.0, prompt_mask: float = 0.15,
+         block_length: int = 0) -> Draw:
+    """The canvases and weights of one estimate of `surrogate` for rollouts x (N, L), written (N, L)."""
+    N, L = x.shape
+    n = written.sum(-1)                                                  # (N,)
+    if surrogate == "exact":
+        scored = torch.zeros_like(written)
+        scored[:, :-1] = written[:, 1:]                                  # logits at i - 1 predict i
+        return Draw(surrogate, x.clone(), torch.arange(N), written.float(), scored, causal=True, n=n)
+    if surrogate == "one_pass":
+        prompt = ~written & (torch.rand(N, L, generator=generator) < prompt_mask)
+        canvas = torch.where(written | prompt, torch.full_like(x, mask_id), x)
+        return Draw(surrogate, canvas, torch.arange(N), written.float(), written.clone(), n=n)
+    if surrogate not in ("elbo", "block_elbo"):
+        raise ValueError(f"surrogate must be one of {', '.join(SURROGATES)}, got {surrogate!r}")
+    idx = _answer_index(written)                                         # (N, L)
+    K = 1
+    if surrogate == "block_elbo" and block_length:
+        K = int((n.max().item() + block_length - 1) // block_length)
+    rows = torch.arange(N).repeat_interleave(K * samples)               # (M,)
+    block = torch.arange(K).repeat_interleave(samples).repeat(N)        # (M,) the block each canvas scores
+    M = len(rows)
+    t = stratified_t(M, t_min, generator)                               # (M,)
+    u = torch.rand(M, L, generator=generator)
+    xi, wi, ii = x[rows], written[rows], idx[rows]                      # (M, L)
+    pos_block = torch.where(wi, ii // (block_length if K > 1 else max(1, L)), -1)   # (M, L)
+    current = wi & (pos_block == block[:, None])
+    later = wi & (pos_block > block[:, None])
+    masked = (current & (u < t[:, None])) | later
+    canvas = torch.where(masked, torch.full_like(xi, mask_id), xi)
+    kept = current & ~masked
+    weight = (torch.where(current & masked, 1.0 / t[:, None], 0.0) + kept_weight * kept.float()) / samples
+    return Draw(surrogate, canvas, rows, weight, current & (masked | (kept_weight > 0)), n=n)
+
+
+@dataclass
+class Estimate:
+    token: torch.Tensor          # (M, L) log p of the rollout's token at each scored position (0 elsewhere)
+    sequence: torch.Tensor       # (N,) the row's surrogate log-likelihood per answer token
+    logp: torch.Tensor           # (M, L, V) the full log-softmax (for the KL)
+
+
+def estimate(logits_fn, d: Draw, x: torch.Tensor) -> Estimate:
+    """Evaluate a Draw under `logits_fn` (M, L) → (M, L, V): log p of the rollout rows' tokens."""
+    logp = F.log_softmax(logits_fn(d.canvas).float(), -1)              # (M, L, V)
+    target = x[d.row]                                                   # (M, L)
+    if d.causal:
+        tok = torch.zeros(target.shape, dtype=logp.dtype)
+        tok[:, 1:] = logp[:, :-1].gather(-1, target[:, 1:, None]).squeeze(-1)   # read at i - 1
+        per = (tok * d.weight).sum(-1)
+        token = torch.zeros_like(tok)
+        token[:, :-1] = torch.where(d.scored[:, :-1], tok[:, 1:], 0.0)  # aligned with `scored`
+    else:
+        tok = logp.gather(-1, target[..., None]).squeeze(-1)            # (M, L)
+        per = (tok * d.weight).sum(-1)
+        token = torch.where(d.scored, tok, 0.0)
+    N = len(d.n)
+    sequence = torch.zeros(N, dtype=per.dtype).index_add(0, d.row, per) / d.n.clamp_min(1)
+    return Estimate(token, sequence, logp)
+
+
+def kl_to_ref(new: torch.Tensor, ref: torch.Tensor, d: Draw) -> torch.Tensor:
+    """(N,) exact KL(π_θ ‖ π_ref) over the vocabulary, averaged over each row's scored positions
+    (new, ref: (M, L, V) log-probabilities on the same canvases)."""
+    kl = (new.exp() * (new - ref)).sum(-1)                              # (M, L)
+    per = torch.where(d.scored, kl, 0.0).sum(-1)
+    count = d.scored.sum(-1).float()
+    N = len(d.n)
+    total = torch.zeros(N).index_add(0, d.row, per)
+    return total / torch.zeros(N).index_add(0, d.row, count).clamp_min(1)
+
+
+def clipped_objective(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's pessimistic surrogate: min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A), elementwise."""
+    return torch.minimum(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
+
+
+def grpo_loss(new: Estimate, old: Estimate, adv: torch.Tensor, d: Draw, clip: float,
+              kl: torch.Tensor | None = None, beta: float = 0.0) -> tuple[torch.Tensor, dict]:
+    """The negated objective to minimise, and its parts: token-level ratios (one_pass, exact)
+    averaged over each row's scored tokens, or one ratio per sequence (elbo, block_elbo); minus
+    β · KL. `adv` (N,)."""
+    if d.surrogate in TOKEN_LEVEL:
+        ratio = torch.exp(new.token - old.token)                        # (M, L), M = N
+        obj = clipped_objective(ratio, adv[d.row][:, None], clip)
+        per_row = torch.where(d.scored, obj, 0.0).sum(-1) / d.scored.sum(-1).clamp_min(1)
+        active = d.scored
+    else:
+        ratio = torch.exp(new.sequence - old.sequence)                  # (N,)
+        per_row = clipped_objective(ratio, adv, clip)
+        active = torch.ones_like(ratio, dtype=torch.bool)
+    loss = -per_row.mean()
+    if kl is not None and beta:
+        loss = loss + beta * kl.mean()
+    clipped = ((ratio - 1).abs() > clip) & active
+    parts = {"clip_fraction": float(clipped.sum() / active.sum().clamp_min(1)),
+             "kl": float(kl.detach().mean()) if kl is not None else 0.0}
+    return loss, parts
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+@dataclass
+class RLRun:
+    cfg: RLConfig
+    out: Path
+    lm: object                   # the policy (a labkit handle; its net is trained)
+    ref: torch.nn.Module         # the starting network, frozen
+    opt: torch.optim.Optimizer
+    rule: object
+    step: int = 0
+    seconds: float = 0.0
+    since: float = 0.0
+    history: list = field(default_factory=list)   # one dict per step
+    evals: list = field(default_factory=list)     # one dict per evaluation
+
+
+def rollout_rule(cfg: RLConfig):
+    """The registry rule cfg names, sampling at cfg.temperature."""
+    from ..samplers import registry
+    return registry.rule(cfg.rule, temperature=cfg.temperature)
+
+
+def step_questions(cfg: RLConfig, step: int) -> list[Item]:
+    rng = random.Random(f"rl-{cfg.seed}-{step}")
+    return [training_question(cfg.task, rng, tuple(cfg.clues)) for _ in range(cfg.questions)]
+
+
+def rl_step(run: RLRun) -> dict:
+    """One batch: rollouts, advantages, the surrogate's draws, `inner_steps` clipped updates."""
+    cfg, lm = run.cfg, run.lm
+    t0 = time.perf_counter()
+    lm.net.eval()
+    rolls = rollout(lm, step_questions(cfg, run.step), run.rule, cfg.group, data_seed(cfg.seed, run.step),
+                    cfg.block_length)
+    adv = group_advantages(rolls.reward, cfg.group, cfg.scale_rewards)
+    keep = adv.abs() > 0
+    rec = {"step": run.step + 1, "reward": round(float(rolls.reward.mean()), 4),
+           "solved": round(float((rolls.reward >= 1).float().mean()), 4),
+           "signal_rows": int(keep.sum()), "rollout_seconds": round(time.perf_counter() - t0, 2)}
+    if keep.any():
+        g = torch.Generator().manual_seed(noise_seed(cfg.seed, run.step))
+        x, adv_k = rolls.x[keep], adv[keep]
+        d = draw(cfg.surrogate, x, rolls.written[keep], lm.mask_id, g, t_min=cfg.t_min, samples=cfg.elbo_samples,
+                 kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask, block_length=cfg.block_length)
+        with torch.no_grad():
+            old = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
+            ref = estimate(lambda c: policy_logits(lm, run.ref, c), d, x).logp if cfg.kl else None
+        for _ in range(cfg.inner_steps):
+            new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
+            kl = kl_to_ref(new.logp, ref, d) if ref is not None else None
+            loss, parts = grpo_loss(new, old, adv_k, d, cfg.clip, kl, cfg.kl)
+            run.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(lm.net.parameters(), cfg.grad_clip)
+            run.opt.step()
+        rec.update(loss=round(float(loss.detach()), 5), clip_fraction=round(parts["clip_fraction"], 4),
+                   kl=round(parts["kl"], 6))
+    run.step += 1
+    rec["seconds"] = round(time.perf_counter() - t0, 2)
+    return rec
+
+
+def evaluate_policy(lm, cfg: RLConfig, rules=None) -> dict:
+    """Greedy accuracy (and TPF) on the first cfg.eval_items held-out items of cfg.task, under the
+    rollout rule and, for a masked model, low-confidence one per step."""
+    from ..eval.exact import run_items, summarise
+    from ..samplers import registry
+
+    items = _eval_items(cfg.task, cfg.eval_items)
+    rules = rules or ([cfg.rule] + (["low_confidence"] if lm.kind != "causal" else []))
+    out = {}
+    with torch.inference_mode():
+        for name in rules:
+            s = summarise(run_items(lm, items, registry.rule(name)))
+            out[name] = {k: s[k] for k in ("accuracy", "tpf")} | ({"edits": s["edits"]} if "edits" in s else {})
+    return out
+
+
+def _eval_items(task: str, n: int) -> list[Item]:
+    """n held-out items spread over the task's groups (the Sudoku levels: the hard ones first)."""
+    from ..tasks import heldout
+
+    items = heldout(task)
+    if task != "sudoku":
+        return items[:n]
+    by = {g: [i for i in items if i.group == g] for g in ("hard", "medium", "easy")}
+    per = max(1, n // 3)
+    return (by["hard"][:n - 2 * per] + by["medium"][:per] + by["easy"][:per])[:n]
+
+
+def save_checkpoint(run: RLRun) -> None:
+    now = time.perf_counter()
+    run.seconds, run.since = run.seconds + now - run.since, now
+    ckpt = run.out / CHECKPOINT
+    torch.save({"model": run.lm.net.state_dict(), "opt": run.opt.state_dict(), "step": run.step,
+                "seconds": run.seconds, "history": run.history, "evals": run.evals,
+                "config": dataclasses.asdict(run.cfg)}, ckpt.with_suffix(".tmp"))
+    ckpt.with_suffix(".tmp").replace(ckpt)
+
+
+def setup_rl(cfg: RLConfig, out: str | Path, device: str = "cpu", log=print) -> RLRun:
+    from ..models.load import load
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    lm = load(cfg.init_from, device=device)
+    if cfg.surrogate == "exact" and lm.kind != "causal":
+        raise ValueError(f"surrogate='exact' needs an AR model (its log p is exact); {cfg.init_from} is masked: "
+                         f"use one_pass, elbo or block_elbo")
+    if cfg.surrogate != "exact" and lm.kind == "causal":
+        raise ValueError(f"{cfg.init_from} is an AR model: its exact likelihood is known, use surrogate='exact'")
+    ref = copy.deepcopy(lm.net).eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.AdamW(lm.net.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0)
+    run = RLRun(cfg, out, lm, ref, opt, rollout_rule(cfg))
+    ckpt = out / CHECKPOINT
+    if ckpt.is_file():
+        state = torch.load(ckpt, map_location=device, weights_only=False)
+        if state["config"] != dataclasses.asdict(cfg):
+            raise ValueError(f"{ckpt} was written with another RLConfig; use a new --out folder or delete it")
+        lm.net.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        run.step, run.seconds, run.history, run.evals = state["step"], state["seconds"], state["history"], state["evals"]
+        log(f"resuming from step {run.step} ({run.seconds / 60:.1f} min trained)")
+    return run
+
+
+def finish_rl(run: RLRun) -> Path:
+    """The trained policy as a model folder: weights, config, the tokenizer of the starting model,
+    and training.json (the starting model's record, with an "rl" section for this run)."""
+    from ..models.load import model_folder
+
+    src = model_folder(run.cfg.init_from)
+    run.lm.net.cpu().save_pretrained(run.out, safe_serialization=True)
+    for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (src / f).is_file():
+            shutil.copy(src / f, run.out / f)
+    base = json.loads((src / "training.json").read_text()) if (src / "training.json").is_file() else {}
+    base["rl"] = {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1),
+                  "history": run.history, "evals": run.evals}
+    (run.out / "training.json").write_text(json.dumps(base, indent=1))
+    return run.out
+
+
+def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print, device: str = "cpu") -> Path:
+    """Run cfg into `out` (resuming from out/rl_ckpt.pt); returns the model folder (labkit.load(out))."""
+    from tqdm.auto import tqdm
+
+    run = setup_rl(cfg, out, device, log)
+    if cfg.eval_every and not run.evals:
+        run.evals.append({"step": 0, **evaluate_policy(run.lm, cfg)})
+        log(f"step 0: {run.evals[-1]}")
+    bar = tqdm(total=cfg.steps, initial=run.step, disable=not progress, desc=f"rl {cfg.surrogate}")
+    run.since = time.perf_counter()
+    while run.step < cfg.steps:
+        rec = rl_step(run)
+        run.history.append(rec)
+        bar.update(1)
+        bar.set_postfix(reward=f"{rec['reward']:.3f}", solved=f"{rec['solved']:.2f}")
+        if cfg.eval_every and run.step % cfg.eval_every == 0:
+            run.evals.append({"step": run.step, **evaluate_policy(run.lm, cfg)})
+            log(f"step {run.step}: {run.evals[-1]}")
+        if run.step % cfg.ckpt_every == 0 or run.step == cfg.steps:
+            save_checkpoint(run)
+    bar.close()
+    return finish_rl(run)
+
+
+__all__ = ["CHECKPOINT", "Draw", "Estimate", "RLConfig", "RLRun", "RL_RECIPES", "Rollouts", "SURROGATES",
+           "clipped_objective", "decode_knobs", "draw", "estimate", "evaluate_policy", "finish_rl",
+           "group_advantages", "grpo_loss", "kl_to_ref", "policy_logits", "rl_step", "rollout", "rollout_rule",
+           "setup_rl", "step_questions", "train_rl"]
