@@ -1,9 +1,10 @@
-"""The `labkit` command: generate, eval, train, bench, serve, check-endpoint, batch.
+"""The `labkit` command: generate, eval, train, train-rl, bench, serve, check-endpoint, batch.
 
     labkit generate --model tiny --steps 64 "ROMEO:"
     labkit generate --sampler speed "ROMEO:"          # LLaDA2.1 S mode
     labkit eval --model tiny --json
     labkit train --recipe tiny --out runs/tiny
+    labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl
     labkit bench samplers --json
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import sys
 import time
 
-from . import bench, generate, jobs, serve
+from . import bench, generate, jobs, rl, serve
 from .common import load_model, model_args
 from .generate import rule_args
 
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int)
     t.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the arithmetic runs")
     t.set_defaults(fn=_train)
+    rl.add_parser(sub)
 
     h = sub.add_parser("lm-eval", help="lm-evaluation-harness with the labkit model (--model labkit)",
                        prefix_chars="+", add_help=False,        # every flag, --help too, goes to lm-eval
