@@ -49,6 +49,8 @@ def _benchmarks() -> dict:
                   _bench_tasks, (_task_pairs, _items, _quiet)),
         "task-seeds": ("the Sudoku pair's accuracy across 3 training seeds (trains seeds 1 and 2)", _bench_task_seeds,
                        (_items, _quiet)),
+        "rl": ("RL with exact rewards on the Sudoku pair: every rule before and after, reward curves per "
+               "surrogate, gradient noise (trains what is missing)", _bench_rl, (_items, _no_noise, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
                     (_limit, _quiet)),
         "draft-edit": ("notebook 04's sweeps on tiny-cap: editing or not, the S-Q threshold grid, readable corrections",
@@ -411,6 +413,27 @@ def _bench_task_seeds(a) -> int:
         raise ValueError(f"--n must be a positive integer, got {a.n}")
     result = seed_runs(n=a.n, log=progress_log(a))
     return report(a, "task_seeds.json", result, lambda r: print(markdown_seeds(r)))
+
+
+def _no_noise(p) -> None:
+    p.add_argument("--no-noise", action="store_true", help="skip the gradient-noise table")
+
+
+def _bench_rl(a) -> int:
+    from ..bench.rl import bench_rl
+
+    if a.n is not None and a.n < 1:
+        raise ValueError(f"--n must be a positive integer, got {a.n}")
+    result = bench_rl(f"{a.out}/tasks.json", n=a.n, noise=not a.no_noise, log=progress_log(a))
+
+    def table(r):
+        for label in ("rl", "start"):
+            for row in r["runs"][label]:
+                s = row["tasks"]["sudoku"]
+                print(f"{r['models'][label]:>16} {row['label']:>22}: {s['accuracy']:.3f} TPF {s['tpf']:.2f}")
+        for k, v in r["targets"].items():
+            print(f"{k:>24}: {v['value']} ({v['target']}) {'met' if v['met'] else 'missed'}")
+    return report(a, "rl.json", result, table)
 
 
 def _bench_notebook(a) -> int:

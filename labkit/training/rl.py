@@ -477,4 +477,37 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
 __all__ = ["CHECKPOINT", "Draw", "Estimate", "RLConfig", "RLRun", "RL_RECIPES", "Rollouts", "SURROGATES",
            "clipped_objective", "decode_knobs", "draw", "estimate", "evaluate_policy", "finish_rl",
            "group_advantages", "grpo_loss", "kl_to_ref", "policy_logits", "rl_step", "rollout", "rollout_rule",
-           "setup_rl", "step_questions", "train_rl"]
+           "gradient_noise", "policy_gradient", "setup_rl", "step_questions", "train_rl"]
+
+
+# --- how noisy is each surrogate's gradient? ------------------------------------------------------
+
+def policy_gradient(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor, surrogate: str,
+                    generator: torch.Generator, **draw_knobs) -> torch.Tensor:
+    """The flattened gradient of the clipped objective at ratio 1 (the policy gradient
+    mean(A · ∇ℓ)) from one draw of `surrogate`'s noise, on rollouts x (N, L) with advantages (N,)."""
+    d = draw(surrogate, x, written, lm.mask_id, generator, **draw_knobs)
+    lm.net.zero_grad(set_to_none=True)
+    new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
+    old = Estimate(new.token.detach(), new.sequence.detach(), new.logp.detach())
+    loss, _ = grpo_loss(new, old, adv, d, clip=0.2)
+    loss.backward()
+    grad = torch.cat([p.grad.flatten() for p in lm.net.parameters() if p.grad is not None])
+    lm.net.zero_grad(set_to_none=True)
+    return grad
+
+
+def gradient_noise(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor, surrogate: str, *,
+                   reference_draws: int = 32, single_draws: int = 8, seed: int = 0, **draw_knobs) -> dict:
+    """How far one draw's gradient is from the surrogate's own many-draw mean: the cosine of each of
+    `single_draws` one-draw gradients to the mean of `reference_draws` other draws (1 for a noiseless
+    estimator such as the exact AR log-likelihood), and the reference gradient itself."""
+    g = torch.Generator().manual_seed(seed)
+    ref = torch.stack([policy_gradient(lm, x, written, adv, surrogate, g, **draw_knobs)
+                       for _ in range(reference_draws)]).mean(0)
+    cos = [float(F.cosine_similarity(policy_gradient(lm, x, written, adv, surrogate, g, **draw_knobs), ref, dim=0))
+           for _ in range(single_draws)]
+    mean = sum(cos) / len(cos)
+    sd = (sum((c - mean) ** 2 for c in cos) / max(1, len(cos) - 1)) ** 0.5
+    return {"surrogate": surrogate, "cosine_mean": round(mean, 4), "cosine_sd": round(sd, 4),
+            "reference_draws": reference_draws, "single_draws": single_draws, "reference": ref}
