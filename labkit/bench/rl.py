@@ -128,3 +128,122 @@ def bench_rl(tasks_json: str | Path, n: int | None = None, curves_folder: str | 
 
 __all__ = ["AR_RL_MODEL", "CURVE_RUNS", "RL_MODEL", "bench_rl", "curve_configs", "noise_table", "targets",
            "train_curves"]
+
+
+# --- the tables docs/models.md shows (benchmarks/make_rl_section.py) --------------------------------
+
+def _acc(s: dict) -> str:
+    lo, hi = s["ci95"]
+    return f"{100 * s['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] (hard {100 * s['groups']['hard']['accuracy']:.1f}%)"
+
+
+def _edits(s: dict) -> str:
+    e = s.get("edits")
+    return f"{e['fixed']} / {e['broke']}" if e else "–"
+
+
+def markdown_rules(result: dict) -> str:
+    """Every rule before and after RL on all held-out puzzles: accuracy [95% interval] (hard), TPF,
+    edits fixed / broken; the AR twin's row last."""
+    from .common import markdown_table
+
+    start = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["start"]}
+    rows = []
+    for r in result["runs"]["rl"]:
+        a, b = start[r["label"]], r["tasks"]["sudoku"]
+        rows.append([r["label"], _acc(a), f"{a['tpf']:.2f}", _edits(a), _acc(b), f"{b['tpf']:.2f}", _edits(b)])
+    a, b = result["runs"]["ar_start"]["tasks"]["sudoku"], result["runs"]["ar_rl"]["tasks"]["sudoku"]
+    rows.append([AR_LABEL, _acc(a), "1.00", "–", _acc(b), "1.00", "–"])
+    m = result["models"]
+    return markdown_table(["rule", f"`{m['start']}`", "TPF", "edits fixed / broke", f"`{m['rl']}` (AR row: "
+                           f"`{m['ar_rl']}`)", "TPF", "edits fixed / broke"], rows)
+
+
+def markdown_curves(result: dict) -> str:
+    """Each surrogate's run at the same compute: reward over the first and last tenth of its steps,
+    and its greedy evaluations (S mode, low-confidence) at the start, best and end."""
+    from .common import markdown_table
+
+    rows = []
+    for label, c in result["curves"].items():
+        k = max(1, len(c["reward"]) // 10)
+        first, last = sum(c["reward"][:k]) / k, sum(c["reward"][-k:]) / k
+        ev = c["evals"]
+        best = max(ev, key=lambda e: e["speed"]["accuracy"])
+        rows.append([label, f"{len(c['reward'])}", f"{c['train_seconds'] / 60:.0f}", f"{first:.3f} → {last:.3f}",
+                     " / ".join(f"{100 * e['speed']['accuracy']:.1f}% at {e['speed']['tpf']:.2f}" for e in (ev[0], ev[-1])),
+                     f"{100 * best['speed']['accuracy']:.1f}% (step {best['step']})",
+                     f"{100 * ev[0]['low_confidence']['accuracy']:.1f}% → {100 * ev[-1]['low_confidence']['accuracy']:.1f}%"])
+    return markdown_table(["surrogate", "steps", "minutes", f"mean reward, first → last {10}%",
+                           "S mode start / end (accuracy at TPF)", "S mode best", "low-confidence start → end"], rows)
+
+
+def markdown_noise(result: dict) -> str:
+    from .common import markdown_table
+
+    return markdown_table(["surrogate", "cosine of one draw to the many-draw mean", "cosine of its mean to the ELBO's"],
+                          [[r["label"], f"{r['cosine_mean']:.2f} ± {r['cosine_sd']:.2f}",
+                            f"{r['cosine_to_elbo_reference']:.2f}"] for r in result["gradient_noise"]])
+
+
+def markdown_targets(result: dict) -> str:
+    from .common import markdown_table
+
+    return markdown_table(["target", "wanted", "measured", "met"],
+                          [[k.replace("_", " "), v["target"], json.dumps(v["value"]) if isinstance(v["value"], (dict, list))
+                            else v["value"], "yes" if v["met"] else "**no**"] for k, v in result["targets"].items()])
+
+
+SECTION_START, SECTION_END = "<!-- rl section: benchmarks/make_rl_section.py -->", "<!-- end of rl section -->"
+
+
+def models_section(result: dict) -> str:
+    """docs/models.md's section on RL, every figure read from rl.json (benchmarks/make_rl_section.py)."""
+    rl = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["rl"]}
+    start = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["start"]}
+    s, s0 = rl["S mode"], start["S mode"]
+    t = result["targets"]
+    missed = [k.replace("_", " ") for k, v in t.items() if not v["met"]]
+    ar0, ar1 = (result["runs"][k]["tasks"]["sudoku"]["accuracy"] for k in ("ar_start", "ar_rl"))
+    c = next(iter(result["curves"].values()))["config"]
+    n_eval = c["eval_items"]
+    noise = (result["gradient_noise"] or [{"reference_draws": 0, "single_draws": 0}])[0]
+    return f"""{SECTION_START}
+## Rewards: reinforcement learning with exact rewards on the Sudoku pair
+
+`labkit.training.rl` is GRPO as the diffusion-LM papers adapt it: per step, {c['questions']} training-split
+puzzles (`labkit.training.rewards.training_question`, never a held-out grid) decoded {c['group']} times each
+by the rule being trained (for `tiny-sudoku-rl`, S mode sampled at a temperature: its drafts and its
+edits are the actions), the exact reward of each answer (the share of blanks right + 1 if solved),
+advantages normalised within each puzzle's group, and a clipped ratio over several inner updates
+with an exact KL to the starting model. A diffusion LM's log-likelihood of its answer is
+intractable, so the ratio is taken on a surrogate: diffu-GRPO's one-pass estimate, ESPO's
+sequence-level ELBO, LLaDA2.1's block-level ELBO (EBPO), or, for the AR twin, its exact log p.
+Recipes: `labkit.training.rl.RL_RECIPES` (`labkit train-rl --recipe NAME`); measured with
+`labkit bench rl --out benchmarks/results` (→ `benchmarks/results/rl.json`; one RL seed).
+
+Every rule on all 600 held-out puzzles before (`tiny-sudoku`'s rows of tasks.json) and after RL
+(95% Wilson intervals; hard = 10–12 clues; edits: cells made right / made wrong):
+
+{markdown_rules(result)}
+
+S mode went from {100 * s0['accuracy']:.1f}% at TPF {s0['tpf']:.2f} to {100 * s['accuracy']:.1f}% at TPF {s['tpf']:.2f}.
+The AR twin under RL with its exact likelihood: {100 * ar0:.1f}% → {100 * ar1:.1f}%.
+
+The surrogates side by side at the same compute (one recipe, only the surrogate changed; greedy
+evaluations on {n_eval} held-out puzzles during training, a third of each level):
+
+{markdown_curves(result)}
+
+Why the estimator matters: for one batch of S-mode rollouts, the cosine between one draw's policy
+gradient and the mean of {noise['reference_draws']} other draws of the same surrogate
+(± over {noise['single_draws']} draws), and between each surrogate's mean gradient and the
+ELBO's (the block ELBO with blocks of 6 blanks: Sudoku decodes in one block, where EBPO is the
+ELBO itself):
+
+{markdown_noise(result)}
+
+Targets, as the issue set them (missed: {', '.join(missed) if missed else 'none'}):
+
+{markdown_targets(result)}
+{SECTION_END}"""

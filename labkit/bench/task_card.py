@@ -35,6 +35,7 @@ HELDOUT = ("Held out: items whose key (solution grid, operands, letters) hashes 
 
 def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[str]:
     cfg = training["config"]
+    recipe = training.get("rl", {}).get("config", {}).get("init_from", model)
     tasks = [t for t, _ in cfg["tasks"]]
     kind = "ar" if cfgm.get("is_causal") else "masked"
     with safe_open(folder / "model.safetensors", "pt") as f:
@@ -53,8 +54,9 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
     return [
         f"# labkit `{model}`: a tiny {what} LM for {', '.join(tasks)}",
         "",
-        f"Trained from scratch by `labkit train --recipe {model}` (`make model-tasks` trains every task model, one "
-        "thread each); loaded by `labkit.load()`.",
+        f"Trained from scratch by `labkit train --recipe {recipe}` (`make model-tasks` trains every task model, one "
+        "thread each)" + (", then by reinforcement learning with exact rewards (below)" if recipe != model else "")
+        + "; loaded by `labkit.load()`.",
         "",
         "## Model",
         f"- {size / 1e6:.2f}M parameters ({mb:.2f} MB): {cfgm['num_hidden_layers']} layers, d_model "
@@ -79,6 +81,36 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
         f"{hist[0][0]}, {hist[-1][1]} at step {hist[-1][0]} (running mean; `loss_history` in training.json).",
         "",
     ]
+
+
+def _rl_lines(model: str, training: dict) -> list[str]:
+    """What RL did after the recipe above (labkit.training.rl), from training.json's "rl" record."""
+    rl = training.get("rl")
+    if not rl:
+        return []
+    c, hist = rl["config"], rl["history"]
+    k = max(1, min(20, len(hist) // 5))
+    mean = lambda rows, key: sum(r[key] for r in rows) / len(rows)        # noqa: E731
+    lines = [f"## Reinforcement learning (`labkit train-rl --recipe {model}`)", "",
+             f"- Starting policy `{c['init_from']}` (its recipe above), also the KL reference. Rollouts: "
+             f"{c['questions']} training-split {c['task']} questions"
+             + (f" of {c['clues'][0]}–{c['clues'][1]} clues" if c["task"] == "sudoku" else "")
+             + f" × {c['group']} decodings by `{c['rule']}` at temperature {c['temperature']} per step; reward: the "
+             "share of the answer right + 1 if exact (`labkit.training.rewards`); advantages normalised per group.",
+             f"- Likelihood surrogate `{c['surrogate']}`" + (f" (+ {c['kept_weight']} × the kept tokens' log p)"
+                                                             if c.get("kept_weight") else "")
+             + f"; {c['inner_steps']} clipped updates (ε {c['clip']}) per batch, KL weight {c['kl']}, AdamW lr "
+             f"{c['lr']}, {c['steps']} steps; seed {c['seed']}.",
+             f"- Time: {rl['train_seconds'] / 60:.1f} min on one CPU thread. Mean reward over the first {k} steps "
+             f"{mean(hist[:k], 'reward'):.3f} (solved {mean(hist[:k], 'solved'):.0%}), over the last {k} "
+             f"{mean(hist[-k:], 'reward'):.3f} (solved {mean(hist[-k:], 'solved'):.0%}); `rl.history` in training.json."]
+    if rl.get("evals"):
+        first, last = rl["evals"][0], rl["evals"][-1]
+        rules = [r for r in first if r != "step"]
+        lines.append(f"- Greedy on {c['eval_items']} held-out items during training: " + "; ".join(
+            f"`{r}` {first[r]['accuracy']:.1%} → {last[r]['accuracy']:.1%} (TPF {first[r]['tpf']} → {last[r]['tpf']})"
+            for r in rules) + f", step {first['step']} → {last['step']}.")
+    return lines + [""]
 
 
 def _eval_lines(model: str, result: dict) -> list[str]:
@@ -109,7 +141,7 @@ def _target_lines(model: str, results: Path) -> list[str]:
     if not tasks_json.is_file():
         return []
     result = json.loads(tasks_json.read_text())
-    if set(result.get("pairs", {})) != set(PAIRS):
+    if set(result.get("pairs", {})) != set(PAIRS) or not any(model in pair[:2] for pair in PAIRS.values()):
         return []
     seeds = json.loads(seeds_json.read_text()) if seeds_json.is_file() else None
     pair = next(p for p, (m, ar, _) in PAIRS.items() if model in (m, ar))
@@ -127,6 +159,7 @@ def write_task_card(model: str, result: dict, results: Path = RESULTS) -> Path:
     training = json.loads((folder / "training.json").read_text())
     cfgm = json.loads((folder / "config.json").read_text())
     path = folder / "README.md"
-    path.write_text("\n".join([*_model_lines(model, folder, training, cfgm), *_eval_lines(model, result),
+    path.write_text("\n".join([*_model_lines(model, folder, training, cfgm), *_rl_lines(model, training),
+                               *_eval_lines(model, result),
                                *_target_lines(model, Path(results))]))
     return path
