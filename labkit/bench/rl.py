@@ -130,6 +130,18 @@ __all__ = ["AR_RL_MODEL", "CURVE_RUNS", "RL_MODEL", "bench_rl", "curve_configs",
            "train_curves"]
 
 
+def text_table(result: dict) -> str:
+    """Every rule's accuracy and TPF before and after, then the targets: the command's printout."""
+    lines = []
+    for label in ("start", "rl"):
+        for row in result["runs"][label]:
+            s = row["tasks"]["sudoku"]
+            lines.append(f"{result['models'][label]:>16} {row['label']:>22}: {s['accuracy']:.3f} TPF {s['tpf']:.2f}")
+    lines += [f"{k:>24}: {v['value']} ({v['target']}) {'met' if v['met'] else 'missed'}"
+              for k, v in result["targets"].items()]
+    return "\n".join(lines)
+
+
 # --- the tables docs/models.md shows (benchmarks/make_rl_section.py) --------------------------------
 
 def _acc(s: dict) -> str:

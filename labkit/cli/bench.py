@@ -420,20 +420,12 @@ def _no_noise(p) -> None:
 
 
 def _bench_rl(a) -> int:
-    from ..bench.rl import bench_rl
+    from ..bench.rl import bench_rl, text_table
 
     if a.n is not None and a.n < 1:
         raise ValueError(f"--n must be a positive integer, got {a.n}")
     result = bench_rl(f"{a.out}/tasks.json", n=a.n, noise=not a.no_noise, log=progress_log(a))
-
-    def table(r):
-        for label in ("rl", "start"):
-            for row in r["runs"][label]:
-                s = row["tasks"]["sudoku"]
-                print(f"{r['models'][label]:>16} {row['label']:>22}: {s['accuracy']:.3f} TPF {s['tpf']:.2f}")
-        for k, v in r["targets"].items():
-            print(f"{k:>24}: {v['value']} ({v['target']}) {'met' if v['met'] else 'missed'}")
-    return report(a, "rl.json", result, table)
+    return report(a, "rl.json", result, lambda r: print(text_table(r)))
 
 
 def _bench_notebook(a) -> int:

@@ -1,0 +1,188 @@
+"""The likelihood surrogates of policy optimisation for diffusion LMs, and the clipped objective
+(`labkit.training.rl` runs them). A diffusion LM's log p(answer) is intractable, so the ratio
+π_θ / π_old is taken on an estimate ℓ_θ, drawn once per batch (`draw`) and evaluated under each
+network (`estimate`):
+
+- "one_pass"   d1's diffu-GRPO: the answer all masked, the prompt masked at `prompt_mask`, one
+               forward pass; log p of each answer token (mean-field), token-level ratios;
+- "elbo"       ESPO's sequence-level ELBO: answer tokens masked at t ~ U(t_min, 1), Σ log p / t over
+               the masked ones (+ `kept_weight` · log p of the kept ones), per answer token;
+- "block_elbo" LLaDA2.1's EBPO: the same bound per block of `block_length` answer tokens, the blocks
+               before clean and those after masked, summed over blocks;
+- "exact"      an AR twin's Σ log p(y_i | y_<i), token-level ratios: the control.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .losses import stratified_t
+
+SURROGATES = ("one_pass", "elbo", "block_elbo", "exact")
+TOKEN_LEVEL = ("one_pass", "exact")          # per-token ratios; the others one ratio per sequence
+
+
+def policy_logits(lm, net, x: torch.Tensor) -> torch.Tensor:
+    """x (M, L) → logits (M, L, V) of `net` called as `lm` calls its own network, with gradients."""
+    if lm.family is not None:
+        return lm.family.forward(net, x, None)
+    out = net(input_ids=x)
+    return out.logits if hasattr(out, "logits") else out[0]
+
+
+@dataclass
+class Draw:
+    """The noise of one surrogate estimate, fixed for a batch's inner updates: canvases the model
+    reads and where log p of the rollout's tokens counts. M canvases, each of one rollout row."""
+    surrogate: str
+    canvas: torch.Tensor         # (M, L) what the model reads
+    row: torch.Tensor            # (M,) the rollout row of each canvas
+    weight: torch.Tensor         # (M, L) float: weight of log p(x_i | canvas) in the row's estimate
+    scored: torch.Tensor         # (M, L) bool: positions read (the KL's and token ratios' positions)
+    causal: bool = False         # logits at i predict token i + 1 (an AR twin)
+    n: torch.Tensor = None       # (N,) answer tokens of each rollout row (the per-token normaliser)
+
+
+def _answer_index(written: torch.Tensor) -> torch.Tensor:
+    """(N, L) → (N, L) long: the i-th written position of a row holds i (−1 elsewhere)."""
+    return torch.where(written, written.long().cumsum(-1) - 1, torch.full_like(written, -1, dtype=torch.long))
+
+
+def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, generator: torch.Generator, *,
+         t_min: float = 0.1, samples: int = 1, kept_weight: float = 0.0, prompt_mask: float = 0.15,
+         block_length: int = 0) -> Draw:
+    """The canvases and weights of one estimate of `surrogate` for rollouts x (N, L), written (N, L)."""
+    N, L = x.shape
+    n = written.sum(-1)                                                  # (N,)
+    if surrogate == "exact":
+        scored = torch.zeros_like(written)
+        scored[:, :-1] = written[:, 1:]                                  # logits at i - 1 predict i
+        return Draw(surrogate, x.clone(), torch.arange(N), written.float(), scored, causal=True, n=n)
+    if surrogate == "one_pass":
+        prompt = ~written & (torch.rand(N, L, generator=generator) < prompt_mask)
+        canvas = torch.where(written | prompt, torch.full_like(x, mask_id), x)
+        return Draw(surrogate, canvas, torch.arange(N), written.float(), written.clone(), n=n)
+    if surrogate not in ("elbo", "block_elbo"):
+        raise ValueError(f"surrogate must be one of {', '.join(SURROGATES)}, got {surrogate!r}")
+    idx = _answer_index(written)                                         # (N, L)
+    K = 1
+    if surrogate == "block_elbo" and block_length:
+        K = int((n.max().item() + block_length - 1) // block_length)
+    rows = torch.arange(N).repeat_interleave(K * samples)               # (M,)
+    block = torch.arange(K).repeat_interleave(samples).repeat(N)        # (M,) the block each canvas scores
+    M = len(rows)
+    t = stratified_t(M, t_min, generator)                               # (M,)
+    u = torch.rand(M, L, generator=generator)
+    xi, wi, ii = x[rows], written[rows], idx[rows]                      # (M, L)
+    pos_block = torch.where(wi, ii // (block_length if K > 1 else max(1, L)), -1)   # (M, L)
+    current = wi & (pos_block == block[:, None])
+    later = wi & (pos_block > block[:, None])
+    masked = (current & (u < t[:, None])) | later
+    canvas = torch.where(masked, torch.full_like(xi, mask_id), xi)
+    kept = current & ~masked
+    weight = (torch.where(current & masked, 1.0 / t[:, None], 0.0) + kept_weight * kept.float()) / samples
+    return Draw(surrogate, canvas, rows, weight, current & (masked | (kept_weight > 0)), n=n)
+
+
+@dataclass
+class Estimate:
+    token: torch.Tensor          # (M, L) log p of the rollout's token at each scored position (0 elsewhere)
+    sequence: torch.Tensor       # (N,) the row's surrogate log-likelihood per answer token
+    logp: torch.Tensor           # (M, L, V) the full log-softmax (for the KL)
+
+
+def estimate(logits_fn, d: Draw, x: torch.Tensor) -> Estimate:
+    """Evaluate a Draw under `logits_fn` (M, L) → (M, L, V): log p of the rollout rows' tokens."""
+    logp = F.log_softmax(logits_fn(d.canvas).float(), -1)              # (M, L, V)
+    target = x[d.row]                                                   # (M, L)
+    if d.causal:
+        tok = torch.zeros(target.shape, dtype=logp.dtype)
+        tok[:, 1:] = logp[:, :-1].gather(-1, target[:, 1:, None]).squeeze(-1)   # read at i - 1
+        per = (tok * d.weight).sum(-1)
+        token = torch.zeros_like(tok)
+        token[:, :-1] = torch.where(d.scored[:, :-1], tok[:, 1:], 0.0)  # aligned with `scored`
+    else:
+        tok = logp.gather(-1, target[..., None]).squeeze(-1)            # (M, L)
+        per = (tok * d.weight).sum(-1)
+        token = torch.where(d.scored, tok, 0.0)
+    N = len(d.n)
+    sequence = torch.zeros(N, dtype=per.dtype).index_add(0, d.row, per) / d.n.clamp_min(1)
+    return Estimate(token, sequence, logp)
+
+
+def kl_to_ref(new: torch.Tensor, ref: torch.Tensor, d: Draw) -> torch.Tensor:
+    """(N,) exact KL(π_θ ‖ π_ref) over the vocabulary, averaged over each row's scored positions
+    (new, ref: (M, L, V) log-probabilities on the same canvases)."""
+    kl = (new.exp() * (new - ref)).sum(-1)                              # (M, L)
+    per = torch.where(d.scored, kl, 0.0).sum(-1)
+    count = d.scored.sum(-1).float()
+    N = len(d.n)
+    total = torch.zeros(N).index_add(0, d.row, per)
+    return total / torch.zeros(N).index_add(0, d.row, count).clamp_min(1)
+
+
+def clipped_objective(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
+    """PPO's pessimistic surrogate: min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A), elementwise."""
+    return torch.minimum(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
+
+
+def grpo_loss(new: Estimate, old: Estimate, adv: torch.Tensor, d: Draw, clip: float,
+              kl: torch.Tensor | None = None, beta: float = 0.0) -> tuple[torch.Tensor, dict]:
+    """The negated objective to minimise, and its parts: token-level ratios (one_pass, exact)
+    averaged over each row's scored tokens, or one ratio per sequence (elbo, block_elbo); minus
+    β · KL. `adv` (N,)."""
+    if d.surrogate in TOKEN_LEVEL:
+        ratio = torch.exp(new.token - old.token)                        # (M, L), M = N
+        obj = clipped_objective(ratio, adv[d.row][:, None], clip)
+        per_row = torch.where(d.scored, obj, 0.0).sum(-1) / d.scored.sum(-1).clamp_min(1)
+        active = d.scored
+    else:
+        ratio = torch.exp(new.sequence - old.sequence)                  # (N,)
+        per_row = clipped_objective(ratio, adv, clip)
+        active = torch.ones_like(ratio, dtype=torch.bool)
+    loss = -per_row.mean()
+    if kl is not None and beta:
+        loss = loss + beta * kl.mean()
+    clipped = ((ratio - 1).abs() > clip) & active
+    parts = {"clip_fraction": float(clipped.sum() / active.sum().clamp_min(1)),
+             "kl": float(kl.detach().mean()) if kl is not None else 0.0}
+    return loss, parts
+
+
+# --- how noisy is each surrogate's gradient? ------------------------------------------------------
+
+def policy_gradient(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor, surrogate: str,
+                    generator: torch.Generator, **draw_knobs) -> torch.Tensor:
+    """The flattened gradient of the clipped objective at ratio 1 (the policy gradient
+    mean(A · ∇ℓ)) from one draw of `surrogate`'s noise, on rollouts x (N, L) with advantages (N,)."""
+    d = draw(surrogate, x, written, lm.mask_id, generator, **draw_knobs)
+    lm.net.zero_grad(set_to_none=True)
+    new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
+    old = Estimate(new.token.detach(), new.sequence.detach(), new.logp.detach())
+    loss, _ = grpo_loss(new, old, adv, d, clip=0.2)
+    loss.backward()
+    grad = torch.cat([p.grad.flatten() for p in lm.net.parameters() if p.grad is not None])
+    lm.net.zero_grad(set_to_none=True)
+    return grad
+
+
+def gradient_noise(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor, surrogate: str, *,
+                   reference_draws: int = 32, single_draws: int = 8, seed: int = 0, **draw_knobs) -> dict:
+    """How far one draw's gradient is from the surrogate's own many-draw mean: the cosine of each of
+    `single_draws` one-draw gradients to the mean of `reference_draws` other draws (1 for a noiseless
+    estimator such as the exact AR log-likelihood), and the reference gradient itself."""
+    g = torch.Generator().manual_seed(seed)
+    ref = torch.stack([policy_gradient(lm, x, written, adv, surrogate, g, **draw_knobs)
+                       for _ in range(reference_draws)]).mean(0)
+    cos = [float(F.cosine_similarity(policy_gradient(lm, x, written, adv, surrogate, g, **draw_knobs), ref, dim=0))
+           for _ in range(single_draws)]
+    mean = sum(cos) / len(cos)
+    sd = (sum((c - mean) ** 2 for c in cos) / max(1, len(cos) - 1)) ** 0.5
+    return {"surrogate": surrogate, "cosine_mean": round(mean, 4), "cosine_sd": round(sd, 4),
+            "reference_draws": reference_draws, "single_draws": single_draws, "reference": ref}
+
+
+__all__ = ["SURROGATES", "TOKEN_LEVEL", "Draw", "Estimate", "clipped_objective", "draw", "estimate", "gradient_noise",
+           "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits"]
