@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebooks model model-ar model-cap model-tasks bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebooks model model-ar model-cap model-tasks model-rl bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -106,6 +106,20 @@ model-tasks: install
 	$(call install_model,tiny-facts-ar)
 	$(call install_model,tiny-add)
 	$(call install_model,tiny-add-ar)
+
+# The Sudoku pair after RL with exact rewards (labkit.training.rl; each resumes if interrupted), side
+# by side, one thread each, then evaluated into their cards; then `labkit bench rl` (rl.json: every
+# rule before and after, the surrogates' curves, gradient noise) and docs/models.md's section from it.
+model-rl: install
+	( OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl ) & \
+	( OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train-rl --recipe tiny-sudoku-ar-rl --out runs/tiny-sudoku-ar-rl ); \
+	status=$$?; wait $$! && test $$status -eq 0
+	$(call install_model,tiny-sudoku-rl)
+	$(call install_model,tiny-sudoku-ar-rl)
+
+bench-rl: install
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit bench rl --out benchmarks/results
+	$(BIN)/python benchmarks/make_rl_section.py
 
 # Every rule on each task pair (tasks.json), then the Sudoku pair over 3 training seeds
 # (task_seeds.json): seeds 1 and 2 of each twin train first, the masked models and the AR twins in two

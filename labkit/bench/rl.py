@@ -209,15 +209,37 @@ def markdown_targets(result: dict) -> str:
 SECTION_START, SECTION_END = "<!-- rl section: benchmarks/make_rl_section.py -->", "<!-- end of rl section -->"
 
 
-def models_section(result: dict) -> str:
-    """docs/models.md's section on RL, every figure read from rl.json (benchmarks/make_rl_section.py)."""
+def what_moved(result: dict) -> str:
+    """The paragraph on what RL changed and what it did not, every figure from rl.json."""
     rl = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["rl"]}
     start = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["start"]}
     s, s0 = rl["S mode"], start["S mode"]
-    t = result["targets"]
-    missed = [k.replace("_", " ") for k, v in t.items() if not v["met"]]
     ar0, ar1 = (result["runs"][k]["tasks"]["sudoku"]["accuracy"] for k in ("ar_start", "ar_rl"))
+    run = result["curves"]["elbo"]["reward"]
+    k = max(1, len(run) // 10)
+    reward = (sum(run[:k]) / k, sum(run[-k:]) / k)
+    t9 = (start["threshold 0.9"], rl["threshold 0.9"])
+    lc = (start["low-confidence"]["accuracy"], rl["low-confidence"]["accuracy"])
+    lost = 100 * (lc[0] - lc[1])
+    e0, e1 = s0.get("edits", {"fixed": 0, "broke": 0}), s.get("edits", {"fixed": 0, "broke": 0})
+    overlap = "overlap" if s["ci95"][0] <= s0["ci95"][1] and s0["ci95"][0] <= s["ci95"][1] else "do not overlap"
+    rose = "rose" if reward[1] > reward[0] + 0.01 else "did not rise"
+    learned = ": the policy did not learn the reward." if reward[1] <= reward[0] + 0.01 else "."
+    return f"""What RL did, and did not, at this budget. S mode went from {100 * s0['accuracy']:.1f}% at TPF {s0['tpf']:.2f} to
+{100 * s['accuracy']:.1f}% at TPF {s['tpf']:.2f} (the two 95% intervals {overlap}), its edits from
+{e0['fixed']} fixed / {e0['broke']} broken to {e1['fixed']} / {e1['broke']}. The mean rollout reward of the recipe's run
+{rose} ({reward[0]:.3f} over its first tenth of steps, {reward[1]:.3f} over its last){learned}
+What moved is the model's confidence: threshold 0.9 went from {100 * t9[0]['accuracy']:.1f}% at TPF {t9[0]['tpf']:.2f}
+to {100 * t9[1]['accuracy']:.1f}% at TPF {t9[1]['tpf']:.2f}, i.e. its proposals cleared the bar sooner and were wrong more
+often, and the confident one-per-step orders lost {lost:.1f} points (low-confidence {100 * lc[0]:.1f}% → {100 * lc[1]:.1f}%).
+The AR twin under RL with its exact likelihood: {100 * ar0:.1f}% → {100 * ar1:.1f}%.
+"""
+
+
+def models_section(result: dict) -> str:
+    """docs/models.md's section on RL, every figure read from rl.json (benchmarks/make_rl_section.py)."""
     c = next(iter(result["curves"].values()))["config"]
+    missed = [k.replace("_", " ") for k, v in result["targets"].items() if not v["met"]]
     n_eval = c["eval_items"]
     noise = (result["gradient_noise"] or [{"reference_draws": 0, "single_draws": 0}])[0]
     return f"""{SECTION_START}
@@ -239,8 +261,7 @@ Every rule on all 600 held-out puzzles before (`tiny-sudoku`'s rows of tasks.jso
 
 {markdown_rules(result)}
 
-S mode went from {100 * s0['accuracy']:.1f}% at TPF {s0['tpf']:.2f} to {100 * s['accuracy']:.1f}% at TPF {s['tpf']:.2f}.
-The AR twin under RL with its exact likelihood: {100 * ar0:.1f}% → {100 * ar1:.1f}%.
+{what_moved(result)}
 
 The surrogates side by side at the same compute (one recipe, only the surrogate changed; greedy
 evaluations on {n_eval} held-out puzzles during training, a third of each level):

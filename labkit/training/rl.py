@@ -120,8 +120,7 @@ class RLConfig:
 # chosen: docs/models.md), and the AR twin under the same rewards with its exact likelihood.
 RL_RECIPES = {
     "tiny-sudoku-rl": RLConfig(init_from="tiny-sudoku", rule="speed", temperature=0.7, surrogate="elbo",
-                               kept_weight=1.0, steps=1000, lr=2e-5, kl=0.1, clues=(10, 13),
-                               eval_every=50, eval_items=150),
+                               steps=400, lr=1e-5, kl=0.2, clues=(10, 13), eval_every=50, eval_items=150),
     "tiny-sudoku-ar-rl": RLConfig(init_from="tiny-sudoku-ar", rule="autoregressive", temperature=0.7,
                                   surrogate="exact", steps=300, lr=2e-5, kl=0.1, clues=(10, 13),
                                   eval_every=50, eval_items=150),

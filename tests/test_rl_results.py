@@ -1,0 +1,57 @@
+"""The committed RL results read back: benchmarks/results/rl.json against tasks.json, its targets
+recomputed from its rows, docs/models.md's RL section as benchmarks/make_rl_section.py writes it,
+and the RL models' records."""
+import json
+from pathlib import Path
+
+import pytest
+
+from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, SECTION_END, SECTION_START, curve_configs, models_section, targets
+from labkit.models.load import model_folder
+from labkit.training.rl import RL_RECIPES
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+@pytest.fixture(scope="module")
+def rl():
+    return json.loads((RESULTS / "rl.json").read_text())
+
+
+def test_the_starting_rows_are_tasks_json_rows_and_every_rule_ran_after(rl):
+    tasks = json.loads((RESULTS / "tasks.json").read_text())["pairs"]["sudoku"]["runs"]
+    assert rl["runs"]["start"] + [rl["runs"]["ar_start"]] == tasks
+    assert [r["label"] for r in rl["runs"]["rl"]] == [r["label"] for r in rl["runs"]["start"]]
+    assert all(r["tasks"]["sudoku"]["n"] == 600 for r in rl["runs"]["rl"] + [rl["runs"]["ar_rl"]])
+
+
+def test_the_targets_are_the_rows_read_again(rl):
+    stored = json.loads(json.dumps(targets(rl["runs"]["rl"], rl["runs"]["start"], rl["runs"]["ar_rl"])))
+    assert stored == rl["targets"]
+
+
+def test_docs_models_holds_the_section_the_script_writes(rl):
+    doc = (ROOT / "docs" / "models.md").read_text()
+    assert SECTION_START in doc and SECTION_END in doc
+    part = SECTION_START + doc.split(SECTION_START, 1)[1].split(SECTION_END, 1)[0] + SECTION_END
+    assert part == models_section(rl)
+
+
+def test_the_curves_are_the_recipe_with_one_surrogate_each(rl):
+    configs = curve_configs()
+    assert set(rl["curves"]) == set(configs)
+    for label, c in rl["curves"].items():
+        want = json.loads(json.dumps(configs[label].__dict__))
+        assert c["config"] == want
+        assert len(c["reward"]) == c["config"]["steps"]
+
+
+@pytest.mark.parametrize("name", [RL_MODEL, AR_RL_MODEL])
+def test_the_rl_models_carry_their_recipe_and_record(name):
+    record = json.loads((model_folder(name) / "training.json").read_text())
+    assert record["rl"]["config"] == json.loads(json.dumps(RL_RECIPES[name].__dict__))
+    assert len(record["rl"]["history"]) == RL_RECIPES[name].steps
+    assert record["config"]["data"] == "tasks"                         # still a task model for every tool
+    card = (model_folder(name) / "README.md").read_text()
+    assert f"labkit train-rl --recipe {name}" in card
