@@ -243,3 +243,21 @@ def test_the_targets_are_read_from_the_rows():
     t = targets(bad, start, None)
     assert [t[k]["met"] for k in ("s_mode_overall", "s_mode_hard", "s_mode_tpf", "edits_fixed_per_broken")] == \
         [True, False, False, False]
+
+
+def test_train_rl_on_the_command_line_saves_a_task_model_and_names_a_bad_flag(tmp_path, capsys):
+    import json
+
+    import labkit as lk
+    from labkit.cli.main import main
+
+    out = tmp_path / "policy"
+    assert main(["train-rl", "--out", str(out), "--steps", "1", "--questions", "2", "--group", "2",
+                 "--inner-steps", "1", "--clues", "10,12", "--surrogate", "one_pass"]) == 0
+    record = json.loads((out / "training.json").read_text())
+    assert record["rl"]["config"]["surrogate"] == "one_pass" and record["rl"]["config"]["clues"] == [10, 12]
+    assert record["config"]["data"] == "tasks" and len(record["rl"]["history"]) == 1
+    lm = lk.load(str(out))
+    assert lk.generate(lm, heldout("sudoku")[0].prompt, "low_confidence").texts[0].isdigit()
+    assert main(["train-rl", "--out", str(tmp_path / "bad"), "--kl", "-1"]) == 2
+    assert "kl must be >= 0" in capsys.readouterr().err
