@@ -55,3 +55,16 @@ def test_the_rl_models_carry_their_recipe_and_record(name):
     assert record["config"]["data"] == "tasks"                         # still a task model for every tool
     card = (model_folder(name) / "README.md").read_text()
     assert f"labkit train-rl --recipe {name}" in card
+
+
+def test_the_readmes_sentence_on_rl_is_what_rl_json_shows(rl):
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    zh = (ROOT / "docs" / "README.zh-CN.md").read_text()
+    assert ("RL did not raise S mode's accuracy and made the masked model overconfident" in readme
+            and "强化学习没有提高 S 模式的准确率" in zh and "过于自信" in zh)
+    assert all(f"`{m}`" in text for m in (RL_MODEL, AR_RL_MODEL) for text in (readme, zh))
+    rows = {k: {r["label"]: r["tasks"]["sudoku"] for r in rl["runs"][k]} for k in ("start", "rl")}
+    before, after = rows["start"]["S mode"], rows["rl"]["S mode"]
+    assert after["ci95"][0] <= before["ci95"][1]                       # not raised beyond the interval
+    t0, t1 = rows["start"]["threshold 0.9"], rows["rl"]["threshold 0.9"]
+    assert t1["tpf"] > t0["tpf"] and t1["accuracy"] < t0["accuracy"] - 0.1   # confident sooner, wrong more often

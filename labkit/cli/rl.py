@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
     t.add_argument("--clues", help="sudoku: the training puzzles' clue range, LOW,HIGH (e.g. 10,13)")
     for f in dataclasses.fields(RLConfig):
         default = getattr(RLConfig(), f.name)
-        if not isinstance(default, SCALARS) or f.name in ("clues",):
+        if not isinstance(default, SCALARS):
             continue
         kind = (lambda s: s.lower() in ("1", "true", "yes")) if isinstance(default, bool) else type(default)
         extra = f" ({', '.join(SURROGATES)})" if f.name == "surrogate" else ""

@@ -46,8 +46,8 @@ def sudoku_reward(prediction: str, item: Item) -> float:
     pred = prediction.strip()
     blanks = [c == "." for c in puzzle]
     right = sum(1 for p, a, b in zip(pred, item.answer, blanks) if b and p == a)
-    solved = (len(pred) == sudoku.CELLS and set(pred) <= set("123456"[:sudoku.N])
-              and sudoku.is_solution(pred) and all(c == "." or c == p for c, p in zip(puzzle, pred)))
+    solved = (len(pred) == sudoku.CELLS and pred.isdigit() and sudoku.is_solution(pred)
+              and sudoku.consistent(sudoku.decode_cells(puzzle), sudoku.decode_cells(pred)))
     return right / max(1, sum(blanks)) + float(solved)
 
 

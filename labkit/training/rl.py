@@ -6,23 +6,16 @@ GRPO as the diffusion papers adapt it. Each step:
    the registry at a sampling temperature (S mode included: its drafts and its edits are the
    actions), the exact reward of each answer (`labkit.training.rewards`);
 2. advantages, normalised within each question's group: A = (r − mean_g r) / (std_g r + ε);
-3. a likelihood surrogate ℓ_θ(y) of each rollout y, since a diffusion LM's exact log p(y) is
-   intractable, drawn once per batch and reused by the inner updates (`SURROGATES`):
-   - "one_pass"   d1's diffu-GRPO: the answer all masked, the prompt masked at `prompt_mask`, one
-                  forward pass; log p of each answer token (mean-field), token-level ratios;
-   - "elbo"       ESPO's sequence-level ELBO: answer tokens masked at t ~ U(t_min, 1), Σ log p / t
-                  over the masked ones (+ `kept_weight` · log p of the kept ones, the term T2T
-                  editing reads), per token of the answer; one ratio per sequence;
-   - "block_elbo" LLaDA2.1's EBPO: the same bound per block of `block_length` answer tokens, each
-                  block noised with the blocks before it clean and those after it masked (what
-                  block decoding shows the model), summed over blocks; one ratio per sequence;
-   - "exact"      an AR twin's exact Σ log p(y_i | y_<i), token-level ratios: the control;
+3. a likelihood surrogate ℓ_θ(y) of each rollout y (a diffusion LM's exact log p(y) is
+   intractable), drawn once per batch and reused by the inner updates: one of
+   `labkit.training.surrogates.SURROGATES` (d1's one pass, ESPO's ELBO, EBPO's block ELBO, or the
+   AR twin's exact log p, described there);
 4. `inner_steps` updates of the clipped objective
        J = mean over rows of min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A) − β · KL(π_θ ‖ π_ref),
    ρ = exp(ℓ_θ − ℓ_old) per token (one_pass, exact) or per sequence (elbo, block_elbo); the KL
    is exact over the vocabulary at every position the surrogate reads, to the starting model.
 
-    labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl    # resumes from ckpt.pt
+    labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl    # resumes from rl_ckpt.pt
     train_rl(RLConfig(init_from="tiny-sudoku", surrogate="elbo"), "runs/x")   # Python
 
 Every draw (questions, rollouts, masks) is a function of (seed, step): a resumed run equals one
@@ -116,8 +109,9 @@ class RLConfig:
             raise ValueError(f"lr and grad_clip must be > 0, got {self.lr}, {self.grad_clip}")
 
 
-# The committed RL models: tiny-sudoku after RL on its own S-mode rollouts (how the recipe was
-# chosen: docs/models.md), and the AR twin under the same rewards with its exact likelihood.
+# The committed RL models: tiny-sudoku after RL on its own S-mode rollouts (the recipe was fixed
+# before its run; what it did: docs/models.md, "Rewards"), and the AR twin under the same rewards
+# with its exact likelihood.
 RL_RECIPES = {
     "tiny-sudoku-rl": RLConfig(init_from="tiny-sudoku", rule="speed", temperature=0.7, surrogate="elbo",
                                steps=400, lr=1e-5, kl=0.2, clues=(10, 13), eval_every=50, eval_items=150),
