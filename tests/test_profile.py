@@ -167,6 +167,9 @@ def test_gpu_check_runs_its_steps_on_a_small_cpu_model(tmp_path, capsys):
     assert set(timed["seconds"]) == {"labkit", "labkit_gpu", "labkit_prefix", "labkit_dual", "labkit_threshold",
                                      "labkit_dual_threshold"} and timed["pairs"] == {}
     assert set(r["families"]) == {"llada", "llada_moe", "dream", "llada2"}
+    for part in ("forward_512", "decode_64"):         # the profiler's tables (no device kernels on a CPU)
+        prof = r["profile"][part]
+        assert prof["host_us"] > 0 and prof["top_host"] and prof["kernels"] == 0 and prof["top_device"] == []
     for name, f in r["families"].items():           # each family's tiny random checkpoint, written and loaded
         assert f["params"] > 0 and f["bytes"] >= 2 * f["params"], name       # bf16 (LLaDA2's router bias: float32)
         assert f["load_s"] >= 0 and f["forward"]["median_ms"] > 0 and f["forward"]["length"] > 256, name
@@ -280,10 +283,13 @@ def test_gpu_check_records_a_failing_section_and_goes_on(monkeypatch):
     monkeypatch.setattr(gpu_check, "forward_latency", boom)
     monkeypatch.setattr(gpu_check, "one_answer", lambda lm: {"ok": "generate"})
     monkeypatch.setattr(gpu_check, "comparisons", lambda *a, **k: {"ok": "comparisons"})
+    monkeypatch.setattr(gpu_check, "profile_steps", lambda *a, **k: {"ok": "profile"})
     monkeypatch.setattr("labkit.bench.speed.bench_overhead", lambda *a, **k: {"ok": "overhead"})
     monkeypatch.setattr("labkit.bench.speed.bench_batch", lambda *a, **k: {"ok": "batch"})
     saved = []
     r = gpu_check.run("small", "cpu", 4, log=lambda m: None, save=lambda res: saved.append(json.dumps(res)))
     assert r["forward"] == r["forward_floor"] == {"error": "RuntimeError: kernel exploded"}
     assert r["comparisons"] == {"ok": "comparisons"} and r["batch"] == {"ok": "batch"}
-    assert len(saved) == 7 and "forward_floor" not in json.loads(saved[0]) and json.loads(saved[-1]) == r
+    assert len(saved) == 8 and "forward_floor" not in json.loads(saved[0]) and json.loads(saved[-1]) == r
+    only = gpu_check.run("small", "cpu", 4, log=lambda m: None, only=("generate", "batch"))
+    assert {"generate", "batch"} <= set(only) and not {"forward", "profile", "comparisons"} & set(only)

@@ -137,11 +137,11 @@ def test_the_official_loops_table_is_the_committed_measurement():
 
     r = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "gpu_check_cpu.json").read_text())
     c = r["comparisons"]["timed"]
-    section = README.split("**At the GPU's pace.**", 1)[1].split("**conda.**", 1)[0]
+    section = README.split("**At the GPU's pace.**", 1)[1].split("On one H200", 1)[0]
     assert f"{r['params']:,} parameters" in section and f"a {c['prompt_tokens']}-token prompt" in section
     assert f"{c['gen_length']} tokens in blocks of {c['block_length']}" in section
     zh = (Path(__file__).resolve().parents[1] / "docs" / "README.zh-CN.md").read_text()
-    zh = zh.split("**让 GPU 跑满。**", 1)[1].split("**conda。**", 1)[0]
+    zh = zh.split("**让 GPU 跑满。**", 1)[1].split("在一块 H200 上", 1)[0]
     assert f"{r['params']:,} 个参数" in zh
     for text, yes, no in ((section, "yes", "no"), (zh, "是", "否")):
         rows = [ln for ln in text.splitlines() if ln.startswith("| `")]
@@ -150,3 +150,45 @@ def test_the_official_loops_table_is_the_committed_measurement():
             official, mine, same, ratio = [x.strip().strip("`") for x in row.strip("|").split("|")]
             p = c["pairs"][official]
             assert (mine, same, ratio) == (p["labkit"], yes if p["identical"] else no, f"{p['speedup']:.2f}"), row
+
+
+def test_the_h200_figures_are_the_committed_gpu_run():
+    """README's H200 tables (both languages) and sentences against gpu_check.json, and the JSON's
+    comparison times against the run's printed output (the only record of that section)."""
+    import json
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    g = json.loads((root / "benchmarks" / "results" / "gpu_check.json").read_text())
+    log = (root / "benchmarks" / "results" / "gpu_check_comparisons.log").read_text()
+    timed_log, fp32_log = log.split("identity at float32, gen 64")
+    t = g["comparisons"]["timed"]
+    s = t["seconds"]
+    assert {n: float(v) for n, v in re.findall(r"^  (\w+): ([\d.]+) s$", timed_log, re.M)} == s
+    assert {n: float(v) for n, v in re.findall(r"^  (\w+): ([\d.]+) s$", fp32_log, re.M)} == \
+        g["comparisons"]["identity_fp32"]["seconds"]
+    assert all(p["identical"] is None and p["speedup"] == round(s[o] / s[p["labkit"]], 3) for o, p in t["pairs"].items())
+    assert g["gpu"] == "NVIDIA H200" and g["dtype"] == "torch.bfloat16"
+    zh = (root / "docs" / "README.zh-CN.md").read_text()
+    en_part = README.split("On one H200", 1)[1].split("**conda.**", 1)[0]
+    zh_part = zh.split("在一块 H200 上", 1)[1].split("**conda。**", 1)[0]
+    ff = {r["length"]: r for r in g["forward_floor"]}
+    for text in (en_part, zh_part):
+        rows = [[x.strip().strip("`") for x in ln.strip("|").split("|")] for ln in text.splitlines() if ln.startswith("| `")]
+        decoding = {r[0]: r for r in rows if r[0] in s}
+        assert len(decoding) == len(s) == 14
+        for name, r in decoding.items():
+            assert r[1:] == [f"{s[name]:.2f}", f"{s['labkit_gpu'] / s[name]:.2f}×"], r
+        families = {r[0]: r for r in rows if r[0] in g["families"]}
+        assert set(families) == {"llada", "llada_moe", "dream", "llada2"}
+        for name, r in families.items():
+            f = g["families"][name]
+            assert r[1:] == [f"{f['params'] / 1e9:.2f}B", f"{f['load_s']:.1f} s", f"{f['forward']['median_ms']:.1f} ms",
+                             f"{f['generate']['seconds']:.1f} s", f"{f['peak_bytes'] / 2**30:.1f} GiB"], r
+        flat = " ".join(text.split())
+        assert f"{ff[512]['median_ms']:.1f} ms" in flat and f"{ff[512]['ratio']:.2f}×" in flat
+        assert f"{s['llada_generate'] / s['labkit_compiled']:.2f}×" in flat      # the ≥ 2× target, missed
+        assert f"{s['labkit_gpu'] / s['labkit_dual_compiled']:.2f}×" in flat    # dual cache, compiled
+        assert f"{100 * (g['overhead_gpu_path']['labkit_overhead_ratio'] - 1):.0f}%" in flat
+    assert ff[512]["ratio"] > 1.5 and s["llada_generate"] / s["labkit_compiled"] < 2      # as the text says: missed
+    assert s["labkit_gpu"] / s["labkit_dual_compiled"] >= 2.5 > s["labkit_gpu"] / s["labkit_dual"]
