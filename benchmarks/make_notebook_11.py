@@ -6,20 +6,10 @@ Prose here holds no measured number and no comparison the cells do not print: ev
 every "ahead", "level" or "behind" the notebook states is computed by a cell (from the live run or
 from benchmarks/results/tasks.json and task_seeds.json), so nbval checks it.
 """
-from pathlib import Path
+from notebook_writer import NotebookWriter
 
-import nbformat as nbf
-
-CELLS = []
-
-
-def md(text: str) -> None:
-    CELLS.append(nbf.v4.new_markdown_cell(text.strip()))
-
-
-def code(text: str, check: bool = True) -> None:
-    tag = "# NBVAL_CHECK_OUTPUT\n" if check else "# NBVAL_IGNORE_OUTPUT\n"
-    CELLS.append(nbf.v4.new_code_cell(tag + text.strip()))
+NB = NotebookWriter()
+md, code = NB.md, NB.code
 
 
 md("""
@@ -527,9 +517,4 @@ In notebook 05's panel, pick `tiny-sudoku` from the model menu and switch the ru
 (docs/models.md gives the time it took).
 """)
 
-nb = nbf.v4.new_notebook()
-nb.cells = CELLS
-nb.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-               "language_info": {"name": "python", "version": "3.11.7"}}
-out = Path(__file__).resolve().parents[1] / "notebooks" / "11_where_diffusion_wins.ipynb"
-nbf.write(nb, out)
+NB.write("11_where_diffusion_wins.ipynb")

@@ -68,3 +68,20 @@ def test_the_readmes_sentence_on_rl_is_what_rl_json_shows(rl):
     assert after["ci95"][0] <= before["ci95"][1]                       # not raised beyond the interval
     t0, t1 = rows["start"]["threshold 0.9"], rows["rl"]["threshold 0.9"]
     assert t1["tpf"] > t0["tpf"] and t1["accuracy"] < t0["accuracy"] - 0.1   # confident sooner, wrong more often
+
+
+def test_the_seeds_are_the_recipe_with_other_seeds_on_every_held_out_puzzle(rl):
+    from labkit.bench.rl import RL_SEEDS, SEED_LABELS, markdown_seeds
+
+    assert sorted(rl["seeds"]) == sorted(str(s) for s in RL_SEEDS)
+    for seed, s in rl["seeds"].items():
+        assert [r["label"] for r in s["runs"]] == list(SEED_LABELS), seed
+        for r in s["runs"]:
+            t = r["tasks"]["sudoku"]
+            assert t["n"] == 600 and t["accuracy"] == round(t["correct"] / 600, 4), (seed, r["label"])
+        first, last = s["reward_tenths"]
+        assert 0 <= first <= 2 and 0 <= last <= 2 and s["train_seconds"] > 0
+    table = markdown_seeds(rl)
+    assert table.count("\n") == 2 + len(RL_SEEDS)          # header, rule, seed 0 and each other seed
+    s_mode = {r["label"]: r for r in rl["runs"]["rl"]}["S mode"]["tasks"]["sudoku"]
+    assert f"{100 * s_mode['accuracy']:.1f}%" in table.splitlines()[2]       # seed 0 is the committed model

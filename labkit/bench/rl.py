@@ -23,6 +23,9 @@ from .tasks import AR_LABEL, ONE_PER_STEP, run_pair
 
 RL_MODEL, AR_RL_MODEL = "tiny-sudoku-rl", "tiny-sudoku-ar-rl"
 CURVE_RUNS = Path("runs") / "rl-curves"
+SEED_RUNS = Path("runs") / "rl-seeds"
+RL_SEEDS = (1, 2)                       # beside the committed model's seed 0
+SEED_LABELS = ("low-confidence", "threshold 0.9", "factor 1.0", "S mode", "Q mode")
 
 
 def curve_configs() -> dict:
@@ -51,6 +54,33 @@ def train_curves(folder: str | Path = CURVE_RUNS, log=None) -> dict:
                       "solved": [h["solved"] for h in rec["history"]],
                       "kl": [h.get("kl", 0.0) for h in rec["history"]],
                       "evals": rec["evals"]}
+    return out
+
+
+def reward_tenths(history: list[dict]) -> list[float]:
+    """The mean rollout reward over the first and the last tenth of a run's steps."""
+    k = max(1, len(history) // 10)
+    return [round(sum(h["reward"] for h in history[:k]) / k, 4), round(sum(h["reward"] for h in history[-k:]) / k, 4)]
+
+
+def seed_runs(folder: str | Path = SEED_RUNS, seeds=RL_SEEDS, n: int | None = None, log=None) -> dict:
+    """tiny-sudoku-rl's recipe with other seeds (each trained where its folder holds no finished run;
+    resumable): per seed, its reward over the first and last tenth of steps and SEED_LABELS's rows
+    on the held-out puzzles."""
+    from ..models.load import load
+    from ..training.rl import RL_RECIPES, train_rl
+
+    out = {}
+    for seed in seeds:
+        run = Path(folder) / f"seed{seed}"
+        if not (run / "training.json").is_file():
+            train_rl(dataclasses.replace(RL_RECIPES[RL_MODEL], seed=seed), run, progress=False,
+                     log=log or (lambda m: None))
+        rec = json.loads((run / "training.json").read_text())["rl"]
+        if rec["config"]["seed"] != seed:
+            raise ValueError(f"{run} holds a run of seed {rec['config']['seed']}, not {seed}")
+        out[str(seed)] = {"reward_tenths": reward_tenths(rec["history"]), "train_seconds": rec["train_seconds"],
+                          "runs": run_pair("sudoku", load(str(run)), labels=SEED_LABELS, n=n, log=log)}
     return out
 
 
@@ -123,11 +153,12 @@ def bench_rl(tasks_json: str | Path, n: int | None = None, curves_folder: str | 
             "runs": {"rl": after, "start": before, "ar_rl": ar_after, "ar_start": ar_before},
             "curves": train_curves(curves_folder, log),
             "gradient_noise": noise_table(start) if noise else [],
+            "seeds": seed_runs(n=n, log=log),
             "targets": targets(after, before, ar_after)}
 
 
-__all__ = ["AR_RL_MODEL", "CURVE_RUNS", "RL_MODEL", "bench_rl", "curve_configs", "noise_table", "targets",
-           "train_curves"]
+__all__ = ["AR_RL_MODEL", "CURVE_RUNS", "RL_MODEL", "RL_SEEDS", "SEED_LABELS", "SEED_RUNS", "bench_rl",
+           "curve_configs", "markdown_seeds", "noise_table", "reward_tenths", "seed_runs", "targets", "train_curves"]
 
 
 def text_table(result: dict) -> str:
@@ -206,6 +237,22 @@ def markdown_targets(result: dict) -> str:
                             else v["value"], "yes" if v["met"] else "**no**"] for k, v in result["targets"].items()])
 
 
+def markdown_seeds(result: dict) -> str:
+    """The recipe with three seeds: seed 0 is the committed model (its rows from `runs.rl`, its
+    reward from its training record)."""
+    from ..models.load import model_folder
+    from .common import markdown_table
+
+    history = json.loads((model_folder(result["models"]["rl"]) / "training.json").read_text())["rl"]["history"]
+    zero = {"reward_tenths": reward_tenths(history), "runs": [r for r in result["runs"]["rl"] if r["label"] in SEED_LABELS]}
+    rows = []
+    for seed, s in {"0": zero, **result.get("seeds", {})}.items():
+        by = {r["label"]: r["tasks"]["sudoku"] for r in s["runs"]}
+        rows.append([seed, " → ".join(f"{v:.3f}" for v in s["reward_tenths"])]
+                    + [f"{_acc(by[label])} at {by[label]['tpf']:.2f}" for label in SEED_LABELS] + [_edits(by["S mode"])])
+    return markdown_table(["seed", "reward (first → last tenth)", *SEED_LABELS, "S-mode edits fixed / broke"], rows)
+
+
 SECTION_START, SECTION_END = "<!-- rl section: benchmarks/make_rl_section.py -->", "<!-- end of rl section -->"
 
 
@@ -238,6 +285,18 @@ The AR twin under RL with its exact likelihood: {100 * ar0:.1f}% → {100 * ar1:
 """
 
 
+def seeds_paragraph(result: dict) -> str:
+    """The seeds' table with its lead-in (empty without seeds)."""
+    if not result.get("seeds"):
+        return ""
+    return f"""
+The same recipe with {1 + len(result['seeds'])} seeds (seed 0 is `tiny-sudoku-rl`; every held-out puzzle, the
+rules RL is judged by):
+
+{markdown_seeds(result)}
+"""
+
+
 def models_section(result: dict) -> str:
     """docs/models.md's section on RL, every figure read from rl.json (benchmarks/make_rl_section.py)."""
     c = next(iter(result["curves"].values()))["config"]
@@ -256,7 +315,7 @@ with an exact KL to the starting model. A diffusion LM's log-likelihood of its a
 intractable, so the ratio is taken on a surrogate: diffu-GRPO's one-pass estimate, ESPO's
 sequence-level ELBO, LLaDA2.1's block-level ELBO (EBPO), or, for the AR twin, its exact log p.
 Recipes: `labkit.training.rl.RL_RECIPES` (`labkit train-rl --recipe NAME`); measured with
-`labkit bench rl --out benchmarks/results` (→ `benchmarks/results/rl.json`; one RL seed).
+`labkit bench rl --out benchmarks/results` (→ `benchmarks/results/rl.json`).
 
 Every rule on all 600 held-out puzzles before (`tiny-sudoku`'s rows of tasks.json) and after RL
 (95% Wilson intervals; hard = 10–12 clues; edits: cells made right / made wrong):
@@ -264,7 +323,7 @@ Every rule on all 600 held-out puzzles before (`tiny-sudoku`'s rows of tasks.jso
 {markdown_rules(result)}
 
 {what_moved(result)}
-
+{seeds_paragraph(result)}
 The surrogates side by side at the same compute (one recipe, only the surrogate changed; greedy
 evaluations on {n_eval} held-out puzzles during training, a third of each level):
 
