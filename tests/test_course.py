@@ -356,9 +356,15 @@ def test_the_chinese_course_has_the_same_stops_times_activities_and_figures():
 def test_the_chinese_course_uses_one_term_for_each_thing():
     """A native reader's list (issue 34): one term each, glossed once where the reader needs it."""
     zh = course_zh()
-    for other in ("口吃", "相撞", "挂钟", "首 token 时间", "块长，", "块长、", "定数规则", "遮住", "替身", "mask token 组成"):
+    for other in ("口吃", "相撞", "挂钟", "首 token 时间", "块长，", "块长、", "定数规则", "遮住", "替身", "mask token 组成",
+                  "遮盖", "草稿与编辑", "草拟—编辑", "块大小", "步数滑块", " 站", "t 减 s", "分之一"):   # issue 40's list
         assert other not in zh, other
-    says(zh, "重复", "冲突", "首 token 延迟（TTFT", "块长度", "遮盖", "掩码 token", "固定数量规则", "示例用随机小检查点",
+    readme_zh = (ROOT / "docs" / "README.zh-CN.md").read_text()
+    for other in ("遮盖", "草稿与编辑", "草拟—编辑", "块大小", "步数滑块"):
+        assert other not in readme_zh, other
+    assert "`left_to_right`、`right_to_left`" in readme_zh                       # the orders homework 5 uses
+    assert "−ELBO" in zh.split("## 术语表", 1)[0] and "落定（commit，即 unmask，去掩码" in zh
+    says(zh, "重复", "冲突", "首 token 延迟（TTFT", "块长度", "掩码", "掩码 token", "固定数量规则", "示例用随机小检查点",
          "精确匹配准确率", "概率差（margin）", "训练步数", "AR 一侧和扩散一侧的 KV 缓存")
     first = zh.index("落定")
     assert zh.startswith("落定（commit", first), "落定 is glossed where it first appears"
