@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebooks model model-ar model-cap model-tasks model-rl bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebooks student doctor model model-ar model-cap model-tasks model-rl bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -156,6 +156,14 @@ gpu-check: install
 # thread setting, quiet and next to a busy neighbour process (about 9 min on 2 cores).
 bench-panel: install
 	$(BIN)/labkit bench panel --out benchmarks/results
+
+# The students' copies of the notebooks: every solution cell (tagged "solution") replaced by a stub.
+student: install
+	$(BIN)/labkit student --out build/student
+
+# Is this machine ready for the lab? (exit 1, with each fix, if not)
+doctor: install
+	$(BIN)/labkit doctor
 
 # Every notebook run in a real JupyterLab + headless chromium (installs chromium with apt if
 # missing); screenshots in build/browser, the README's two copied to docs/ with DOCS=1.

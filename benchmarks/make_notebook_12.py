@@ -408,6 +408,7 @@ rollouts of section 1 and check that every written cell is masked and that about
 """)
 
 code("""
+# Solution
 d1 = rl.draw("one_pass", x, written, sd.mask_id, torch.Generator().manual_seed(SEED), prompt_mask=0.15)
 is_mask = d1.canvas == sd.mask_id
 print("every written cell masked:", bool(is_mask[written].all()))

@@ -16,7 +16,10 @@ class NotebookWriter:
 
     def code(self, text: str, check: bool = True) -> None:
         tag = "# NBVAL_CHECK_OUTPUT\n" if check else "# NBVAL_IGNORE_OUTPUT\n"
-        self.cells.append(nbf.v4.new_code_cell(tag + text.strip()))
+        cell = nbf.v4.new_code_cell(tag + text.strip())
+        if text.strip().startswith("# Solution"):           # what `labkit student` replaces by a stub
+            cell.metadata["tags"] = ["solution"]
+        self.cells.append(cell)
 
     def write(self, name: str) -> Path:
         nb = nbf.v4.new_notebook()

@@ -303,11 +303,12 @@ def test_generate_with_a_kv_cache(capsys):
 def test_a_users_bench_run_never_overwrites_the_committed_figures():
     """Every bench writes to the scratch folder unless told --out (the make targets say
     --out benchmarks/results); inputs from other benches fall back to the committed copies."""
-    from labkit.cli import bench
+    from labkit.cli import bench, common
     from labkit.cli.main import build_parser
 
     parser = build_parser()
     for name in bench._benchmarks():
-        assert parser.parse_args(["bench", name]).out == bench.SCRATCH == "runs/bench", name
+        assert parser.parse_args(["bench", name]).out == common.SCRATCH == "runs/bench", name
     a = parser.parse_args(["bench", "rl", "--out", "nowhere-here"])
-    assert bench._input(a, "tasks.json") == str(bench.COMMITTED / "tasks.json") and (bench.COMMITTED / "tasks.json").is_file()
+    assert common.bench_input(a, "tasks.json") == str(common.COMMITTED / "tasks.json")
+    assert (common.COMMITTED / "tasks.json").is_file()

@@ -2,20 +2,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from .common import load_model, model_args, progress_log, report, save
-
-# A user's run writes here by default, never over the committed figures that notebooks and tests
-# read; the make targets that refresh those pass --out benchmarks/results.
-SCRATCH = "runs/bench"
-COMMITTED = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-
-
-def _input(a, name: str) -> str:
-    """A result another benchmark wrote: --out's copy if there is one, else the committed one."""
-    mine = Path(a.out) / name
-    return str(mine if mine.is_file() else COMMITTED / name)
+from .common import SCRATCH, bench_input, load_model, model_args, progress_log, report, save
 
 
 def add_parser(sub) -> None:
@@ -404,7 +392,7 @@ def _bench_tasks(a) -> int:
     pairs = [p.strip() for p in a.pairs.split(",") if p.strip()]
     if not pairs or any(p not in PAIRS for p in pairs):
         raise ValueError(f"--pairs must name some of {', '.join(PAIRS)}, got {a.pairs!r}")
-    result = bench_tasks(_input(a, "samplers.json"), pairs=pairs, n=a.n, device=a.device, log=progress_log(a))
+    result = bench_tasks(bench_input(a, "samplers.json"), pairs=pairs, n=a.n, device=a.device, log=progress_log(a))
     out = save(a, "tasks.json", result)
     if set(pairs) == set(PAIRS):
         frontier_figure(result).savefig(out / "tasks_frontier.png", dpi=120)
@@ -437,7 +425,7 @@ def _bench_rl(a) -> int:
 
     if a.n is not None and a.n < 1:
         raise ValueError(f"--n must be a positive integer, got {a.n}")
-    result = bench_rl(_input(a, "tasks.json"), n=a.n, noise=not a.no_noise, log=progress_log(a))
+    result = bench_rl(bench_input(a, "tasks.json"), n=a.n, noise=not a.no_noise, log=progress_log(a))
     return report(a, "rl.json", result, lambda r: print(text_table(r)))
 
 

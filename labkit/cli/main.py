@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from . import bench, generate, jobs, rl, serve
+from . import bench, doctor, generate, jobs, rl, serve, student
 from .common import load_model, model_args
 from .generate import rule_args
 
@@ -140,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     serve.add_parser(sub)
     jobs.add_parser(sub)
+    doctor.add_parser(sub)
+    student.add_parser(sub)
     return p
 
 
