@@ -184,10 +184,17 @@ def test_nb03_saved_run_prose_reads_samplers_and_recipe_sweep():
          f"whose `tiny` rows come from {saved['low_confidence_1tok']['prompts']} prompts",
          "`tiny` entry of `benchmarks/results/recipe_sweep.json`")
 
-    # the stutter training: previous tiny-cap in recipe_sweep.json, the current one in samplers.json
+    # the stutter training: previous tiny-cap in recipe_sweep.json, the current one in samplers.json, and the
+    # sweep's own retrainings, whose spread covers the gap (issue 40: no credit where a plain retrain does as well)
     before = sweep["tiny-cap"]["ratio"]
-    says(prose, f"S mode from {before['draft_edit_speed']:.2f}× to {_ratio(cap, 'draft_edit_speed'):.2f}×",
-         f"Q mode from {before['draft_edit_quality']:.2f}× to {_ratio(cap, 'draft_edit_quality'):.2f}×")
+    says(prose, f"S mode {before['draft_edit_speed']:.2f}× and Q mode {before['draft_edit_quality']:.2f}×",
+         f"this one {_ratio(cap, 'draft_edit_speed'):.2f}× and {_ratio(cap, 'draft_edit_quality'):.2f}×")
+    runs = {r["name"]: r["ratio"] for r in json.loads((RESULTS / "recipe_sweep.json").read_text())}
+    base, stut = runs["baseline"], runs["stutter"]
+    says(prose, f"gives {base['draft_edit_speed']:.2f}× and {base['draft_edit_quality']:.2f}×",
+         f"same sweep {stut['draft_edit_speed']:.2f}× and {stut['draft_edit_quality']:.2f}×", "did not measurably help")
+    assert base["draft_edit_speed"] <= _ratio(cap, "draft_edit_speed") + 0.02     # a plain retrain does as well
+    assert "CAP alone" not in prose
 
     # the comparisons: tiny's thresholds, Fast-dLLM's finding, LLaDA2.1's ordering, τ 0.7 / 0.5 without edits
     assert "within 10% of its gen-PPL" in prose and all(_ratio(saved, r) < 1.1 for r in ("threshold_0.9", "threshold_0.7"))
