@@ -351,7 +351,31 @@ for row in R["gradient_noise"]:
 """)
 
 md("""
-## 10 · What it reached, and what it did not
+## 10 · RL on Shakespeare: three words as the reward
+
+The same GRPO on text: `tiny`, rewarded for writing three given words (whole words, any case, as
+notebook 06's keyword controls count them) in an answer sampled at temperature 1. The words are not
+in the prompt: the reward is the only teacher. `labkit bench rl` trains the run and samples the
+plain and the trained model once on each held-out prompt; gen-PPL under `tiny-ar` says what the
+words cost in fluency.
+""")
+
+code("""
+k = R["keywords"]
+c = k["config"]
+print(f"reward: the share of {', '.join(c['keywords'])} present + 1 if all; {c['steps']} steps, "
+      f"{c['questions']} prompts x {c['group']} rollouts, {c['gen_length']} tokens at temperature {c['temperature']}")
+print(f"mean rollout reward, first tenth of steps {k['reward_tenths'][0]:.3f}, last tenth {k['reward_tenths'][1]:.3f}")
+for name, e in (("tiny", k["before"]), ("after RL", k["after"])):
+    lo, hi = e["all_words_ci95"]
+    rates = ", ".join(f"{w} {v:.0%}" for w, v in e["word_rates"].items())
+    print(f"{name:>9}: all three {e['all_words']:.1%} [{lo:.1%}, {hi:.1%}] of {e['n']} | {rates} | "
+          f"gen-PPL {e['gen_ppl']:.2f}, distinct-2 {e['distinct_2']:.3f}")
+print("after RL, a sample:", repr(k["after"]["examples"][0]))
+""")
+
+md("""
+## 11 · What it reached, and what it did not
 
 The targets were set where the frontier says editing pays, before any run; `rl.json` records each
 against the measured value. Read this cell's output before the conclusion below it.

@@ -179,7 +179,9 @@ def test_training_questions_are_never_held_out(task):
 def test_bad_settings_name_the_parameter():
     for bad, match in ((dict(surrogate="exactly"), "surrogate"), (dict(group=1), "group"),
                        (dict(temperature=0.0), "temperature"), (dict(clip=1.5), "clip"),
-                       (dict(task="keywords"), "task")):
+                       (dict(task="keywords"), "keywords"), (dict(keywords=("lord",)), "keywords"),
+                       (dict(task="keywords", keywords=("two words",)), "keywords"),
+                       (dict(task="prose"), "task"), (dict(gen_length=0), "gen_length")):
         with pytest.raises(ValueError, match=match):
             RLConfig(**bad)
     with pytest.raises(ValueError, match="AR model"):
@@ -261,3 +263,32 @@ def test_train_rl_on_the_command_line_saves_a_task_model_and_names_a_bad_flag(tm
     assert lk.generate(lm, heldout("sudoku")[0].prompt, "low_confidence").texts[0].isdigit()
     assert main(["train-rl", "--out", str(tmp_path / "bad"), "--kl", "-1"]) == 2
     assert "kl must be >= 0" in capsys.readouterr().err
+
+
+# --- RL on Shakespeare: the keyword reward -----------------------------------------------------------
+
+def test_keyword_questions_are_training_play_openings_with_the_words_as_answer():
+    from labkit.training.prompts import has_opening, opening, speeches
+
+    train = {opening(x) for x in speeches("train") if has_opening(x)}
+    held = {opening(x) for x in speeches("heldout") if has_opening(x)}
+    qs = [training_question("keywords", random.Random(1), keywords=("lord", "night")) for _ in range(20)]
+    assert all(q.prompt in train and q.prompt not in held and q.answer == "lord,night" for q in qs)
+    assert reward("my lord, good night", qs[0]) == 2.0 and reward("my lord", qs[0]) == 0.5
+
+
+def test_free_text_rollouts_take_ragged_prompts_and_padding_does_not_leak_into_the_surrogate():
+    import labkit as lk
+    from labkit.training.rl import policy_logits, rollout
+
+    lm = lk.load("tiny")
+    items = [Item("keywords", "ROMEO:\n", "lord"), Item("keywords", "FIRST CITIZEN:\nBefore we proceed any further\n", "lord")]
+    r = rollout(lm, items, lk.samplers.registry.rule("low_confidence", temperature=1.0), group=2, seed=0, gen_length=8)
+    assert r.x.shape[0] == 4 and r.written.sum(-1).tolist() == [8, 8, 8, 8]
+    assert r.reward.tolist() == [keyword_reward(t, ["lord"]) for t in r.texts]
+    short = r.x[0][r.x[0] != lm.pad_id][None]                                  # row 0 without its left padding
+    with torch.no_grad():
+        padded, alone = policy_logits(lm, lm.net, r.x), policy_logits(lm, lm.net, short)
+    # tiny reads position i from hidden i - 1 (Dream-style shift): the first real token's logits come from
+    # a pad's state either way; every later position must not see the padding
+    assert torch.allclose(padded[0, -short.shape[1] + 1:], alone[0, 1:], atol=1e-4)

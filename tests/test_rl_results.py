@@ -8,7 +8,7 @@ import pytest
 
 from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, SECTION_END, SECTION_START, curve_configs, models_section, targets
 from labkit.models.load import model_folder
-from labkit.training.rl import RL_RECIPES
+from labkit.training.rl import RL_RECIPES, same_config
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -42,15 +42,14 @@ def test_the_curves_are_the_recipe_with_one_surrogate_each(rl):
     configs = curve_configs()
     assert set(rl["curves"]) == set(configs)
     for label, c in rl["curves"].items():
-        want = json.loads(json.dumps(configs[label].__dict__))
-        assert c["config"] == want
+        assert same_config(c["config"], configs[label])
         assert len(c["reward"]) == c["config"]["steps"]
 
 
 @pytest.mark.parametrize("name", [RL_MODEL, AR_RL_MODEL])
 def test_the_rl_models_carry_their_recipe_and_record(name):
     record = json.loads((model_folder(name) / "training.json").read_text())
-    assert record["rl"]["config"] == json.loads(json.dumps(RL_RECIPES[name].__dict__))
+    assert same_config(record["rl"]["config"], RL_RECIPES[name])
     assert len(record["rl"]["history"]) == RL_RECIPES[name].steps
     assert record["config"]["data"] == "tasks"                         # still a task model for every tool
     card = (model_folder(name) / "README.md").read_text()
@@ -85,3 +84,19 @@ def test_the_seeds_are_the_recipe_with_other_seeds_on_every_held_out_puzzle(rl):
     assert table.count("\n") == 2 + len(RL_SEEDS)          # header, rule, seed 0 and each other seed
     s_mode = {r["label"]: r for r in rl["runs"]["rl"]}["S mode"]["tasks"]["sudoku"]
     assert f"{100 * s_mode['accuracy']:.1f}%" in table.splitlines()[2]       # seed 0 is the committed model
+
+
+def test_the_keyword_run_on_shakespeare_is_the_recipe_and_its_figures_hold_together(rl):
+    from labkit.bench.rl import keyword_config, keywords_paragraph
+    from labkit.eval.exact import wilson
+
+    k = rl["keywords"]
+    cfg = keyword_config()
+    assert same_config(k["config"], cfg) and len(k["reward"]) == cfg.steps
+    for side in ("before", "after"):
+        e = k[side]
+        hits = round(e["all_words"] * e["n"])
+        assert e["n"] == 96 and [round(v, 4) for v in wilson(hits, e["n"])] == e["all_words_ci95"]
+        assert set(e["word_rates"]) == set(cfg.keywords) and e["gen_ppl"] > 1 and len(e["examples"]) == 2
+        assert e["all_words"] <= min(e["word_rates"].values())          # all three is rarer than any one
+    assert keywords_paragraph(rl).strip() in (ROOT / "docs" / "models.md").read_text()

@@ -26,6 +26,17 @@ CURVE_RUNS = Path("runs") / "rl-curves"
 SEED_RUNS = Path("runs") / "rl-seeds"
 RL_SEEDS = (1, 2)                       # beside the committed model's seed 0
 SEED_LABELS = ("low-confidence", "threshold 0.9", "factor 1.0", "S mode", "Q mode")
+KEYWORD_RUN = Path("runs") / "rl-keywords"
+
+
+def keyword_config():
+    """RL on Shakespeare: `tiny` rewarded for holding three words in a 32-token answer, sampled at
+    temperature 1 (one common word, one rarer, one rare for the plain model)."""
+    from ..training.rl import RLConfig
+
+    return RLConfig(init_from="tiny", task="keywords", keywords=("lord", "king", "death"), rule="low_confidence",
+                    temperature=1.0, surrogate="elbo", questions=4, group=8, inner_steps=2, kl=0.05, lr=5e-5,
+                    steps=150, gen_length=32, eval_every=50, eval_items=32)
 
 
 def curve_configs() -> dict:
@@ -55,6 +66,44 @@ def train_curves(folder: str | Path = CURVE_RUNS, log=None) -> dict:
                       "kl": [h.get("kl", 0.0) for h in rec["history"]],
                       "evals": rec["evals"]}
     return out
+
+
+def keyword_eval(lm, ar, cfg, n: int = 96, seed: int = 0) -> dict:
+    """`lm` sampled (the run's rule and temperature, `cfg.gen_length` tokens) once on each of `n`
+    held-out prompts: mean keyword reward, the share holding every word (Wilson 95%), each word's
+    rate, gen-PPL under the AR judge, and two samples."""
+    from ..controls import contains_word
+    from ..eval.exact import wilson
+    from ..eval.metrics import distinct_n, gen_ppl
+    from ..tasks import Item
+    from ..training.prompts import sample_prompts
+    from ..training.rl import rollout, rollout_rule
+
+    items = [Item("keywords", p, ",".join(cfg.keywords), "heldout") for p in sample_prompts(n)]
+    r = rollout(lm, items, rollout_rule(cfg), 1, seed, cfg.block_length, cfg.gen_length)
+    hits = int((r.reward >= 2).sum())
+    return {"n": n, "reward": round(float(r.reward.mean()), 4), "all_words": round(hits / n, 4),
+            "all_words_ci95": [round(v, 4) for v in wilson(hits, n)],
+            "word_rates": {w: round(sum(contains_word(t, w) for t in r.texts) / n, 4) for w in cfg.keywords},
+            "gen_ppl": round(gen_ppl(ar, [it.prompt for it in items], r.texts), 3),
+            "distinct_2": round(sum(distinct_n(lm.encode(t)) for t in r.texts) / n, 4), "examples": r.texts[:2]}
+
+
+def keyword_runs(folder: str | Path = KEYWORD_RUN, log=None) -> dict:
+    """RL on Shakespeare (keyword_config; trained where `folder` holds no finished run): the plain
+    `tiny` and the RL policy side by side on held-out prompts, and the run's reward curve."""
+    from ..models.load import load
+    from ..training.rl import train_rl
+
+    cfg, folder = keyword_config(), Path(folder)
+    if not (folder / "training.json").is_file():
+        train_rl(cfg, folder, progress=False, log=log or (lambda m: None))
+    rec = json.loads((folder / "training.json").read_text())["rl"]
+    ar = load("tiny-ar")
+    return {"config": rec["config"], "train_seconds": rec["train_seconds"],
+            "reward": [h["reward"] for h in rec["history"]], "reward_tenths": reward_tenths(rec["history"]),
+            "signal_rows": round(sum(h["signal_rows"] for h in rec["history"]) / len(rec["history"]), 2),
+            "before": keyword_eval(load(cfg.init_from), ar, cfg), "after": keyword_eval(load(str(folder)), ar, cfg)}
 
 
 def reward_tenths(history: list[dict]) -> list[float]:
@@ -154,11 +203,13 @@ def bench_rl(tasks_json: str | Path, n: int | None = None, curves_folder: str | 
             "curves": train_curves(curves_folder, log),
             "gradient_noise": noise_table(start) if noise else [],
             "seeds": seed_runs(n=n, log=log),
+            "keywords": keyword_runs(log=log),
             "targets": targets(after, before, ar_after)}
 
 
-__all__ = ["AR_RL_MODEL", "CURVE_RUNS", "RL_MODEL", "RL_SEEDS", "SEED_LABELS", "SEED_RUNS", "bench_rl",
-           "curve_configs", "markdown_seeds", "noise_table", "reward_tenths", "seed_runs", "targets", "train_curves"]
+__all__ = ["AR_RL_MODEL", "CURVE_RUNS", "KEYWORD_RUN", "RL_MODEL", "RL_SEEDS", "SEED_LABELS", "SEED_RUNS", "bench_rl",
+           "curve_configs", "keyword_config", "keyword_eval", "keyword_runs", "markdown_seeds", "noise_table", "reward_tenths",
+           "seed_runs", "targets", "train_curves"]
 
 
 def text_table(result: dict) -> str:
@@ -285,6 +336,40 @@ The AR twin under RL with its exact likelihood: {100 * ar0:.1f}% → {100 * ar1:
 """
 
 
+def keywords_paragraph(result: dict) -> str:
+    """RL on Shakespeare: the keyword run before and after, every figure from rl.json (empty without it)."""
+    k = result.get("keywords")
+    if not k:
+        return ""
+    c, b, a = k["config"], k["before"], k["after"]
+    words = ", ".join(c["keywords"])
+    rates = "; ".join(f"{w} {100 * b['word_rates'][w]:.0f}% → {100 * a['word_rates'][w]:.0f}%" for w in c["keywords"])
+    rows = c["questions"] * c["group"]
+    ci = lambda x: f"{100 * x['all_words']:.1f}% [{100 * x['all_words_ci95'][0]:.1f}, {100 * x['all_words_ci95'][1]:.1f}]"  # noqa: E731
+    return f"""
+RL on Shakespeare with the keyword reward (`labkit.bench.rl.keyword_config`): `{c['init_from']}` rewarded for
+holding {words} in a {c['gen_length']}-token answer sampled at temperature {c['temperature']:g} ({c['questions']} training
+prompts × {c['group']} rollouts a step, {c['steps']} steps, the ELBO surrogate, KL {c['kl']:g}, lr {c['lr']:g};
+{k['train_seconds'] / 60:.1f} min on two threads; {k['signal_rows']:.1f} of {rows} rollouts a step carried a
+signal). On {a['n']} held-out prompts, one sample each: answers holding every word {ci(b)} → {ci(a)}; mean reward
+{b['reward']:.3f} → {a['reward']:.3f}; each word: {rates}; gen-PPL under `tiny-ar` {b['gen_ppl']:.2f} →
+{a['gen_ppl']:.2f}, distinct-2 {b['distinct_2']:.3f} → {a['distinct_2']:.3f}. The run's mean rollout reward over its first
+and last tenth of steps: {k['reward_tenths'][0]:.3f} → {k['reward_tenths'][1]:.3f}. {_keyword_verdict(k)} The policy is not
+committed as a model: it is a lesson in what a reward asks for (the words, whatever the sense), not a
+better writer.
+"""
+
+
+def _keyword_verdict(k: dict) -> str:
+    """What the figures say, worded from them: the reward rose, and whether the text got more repetitive."""
+    b, a = k["before"], k["after"]
+    rose = "rose" if a["reward"] > b["reward"] + 0.05 else "did not rise"
+    rep = ("the text repeats more (distinct-2 fell), so its lower gen-PPL is repetition the judge finds easy, not"
+           " better text" if a["distinct_2"] < b["distinct_2"] and a["gen_ppl"] < b["gen_ppl"] else
+           "read the samples in notebook 12 for what the words cost")
+    return f"The reward {rose}; {rep}."
+
+
 def seeds_paragraph(result: dict) -> str:
     """The seeds' table with its lead-in (empty without seeds)."""
     if not result.get("seeds"):
@@ -323,7 +408,7 @@ Every rule on all 600 held-out puzzles before (`tiny-sudoku`'s rows of tasks.jso
 {markdown_rules(result)}
 
 {what_moved(result)}
-{seeds_paragraph(result)}
+{seeds_paragraph(result)}{keywords_paragraph(result)}
 The surrogates side by side at the same compute (one recipe, only the surrogate changed; greedy
 evaluations on {n_eval} held-out puzzles during training, a third of each level):
 

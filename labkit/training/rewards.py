@@ -16,6 +16,7 @@ RL counterpart of `labkit.tasks.heldout`.
 """
 from __future__ import annotations
 
+import functools
 import random
 
 from ..controls import contains_word
@@ -87,11 +88,31 @@ def _sudoku_question(rng: random.Random, clues: tuple[int, int]) -> Item:
                 f"{sudoku.clue_count(puzzle)} clues")
 
 
-def training_question(task: str, rng: random.Random, clues: tuple[int, int] = (10, 16)) -> Item:
+@functools.lru_cache(maxsize=2)
+def _openings(split: str) -> list[str]:
+    """Every speech opening of a split's plays ("SPEAKER:\\nfirst line\\n"), the form the text
+    benchmarks prompt with."""
+    from .prompts import has_opening, opening, speeches
+
+    return [opening(s) for s in speeches(split) if has_opening(s)]
+
+
+def keyword_question(rng: random.Random, keywords, split: str = "train") -> Item:
+    """A Shakespeare prompt (a speech opening of the split's plays) whose answer should hold `keywords`."""
+    words = tuple(keywords)
+    if not words or not all(isinstance(w, str) and w.isalpha() for w in words):
+        raise ValueError(f"keywords must be one or more words of letters, got {keywords!r}")
+    pool = _openings(split)
+    return Item("keywords", pool[rng.randrange(len(pool))], ",".join(words), split)
+
+
+def training_question(task: str, rng: random.Random, clues: tuple[int, int] = (10, 16), keywords=()) -> Item:
     """One question of the training split of `task`: a Sudoku with a clue count in `clues` (its
     grid not a held-out one), a sum or a mirror whose key is not held out, or a two-way fact asked
     forwards or backwards (both directions are trained; the held-out questions are the one-way
     facts' backward ones)."""
+    if task == "keywords":
+        return keyword_question(rng, keywords)
     if task == "sudoku":
         lo, hi = clues
         if not sudoku.N <= lo <= hi < sudoku.CELLS:
@@ -109,9 +130,8 @@ def training_question(task: str, rng: random.Random, clues: tuple[int, int] = (1
         a, b = two_way[rng.randrange(len(two_way))]
         ask = reversal.forward if rng.random() < 0.5 else reversal.backward
         return Item(task, *ask(a, b), "two-way")
-    raise ValueError(f"task must be one of {', '.join(TASKS)} (keywords questions come with their prompts), "
-                     f"got {task!r}")
+    raise ValueError(f"task must be one of {', '.join(REWARD_TASKS)}, got {task!r}")
 
 
-__all__ = ["REWARD_TASKS", "exact_reward", "keyword_reward", "reward", "rewards", "sudoku_reward",
+__all__ = ["REWARD_TASKS", "exact_reward", "keyword_question", "keyword_reward", "reward", "rewards", "sudoku_reward",
            "training_question"]

@@ -77,6 +77,8 @@ class RLConfig:
     prompt_mask: float = 0.15        # one_pass: share of prompt tokens masked (d1)
     block_length: int = 0            # decoding block (0: the whole answer); block_elbo's block
     clues: tuple = (10, 16)          # sudoku: clue counts of the training puzzles
+    keywords: tuple = ()             # task "keywords": the words the answers should hold (Shakespeare)
+    gen_length: int = 32             # task "keywords": answer tokens (a task's answer sets its own length)
     eval_every: int = 0              # steps between greedy evaluations on held-out items (0: none)
     eval_items: int = 60             # held-out items per evaluation
     seed: int = 0
@@ -85,10 +87,13 @@ class RLConfig:
     def __post_init__(self):
         if self.surrogate not in SURROGATES:
             raise ValueError(f"surrogate must be one of {', '.join(SURROGATES)}, got {self.surrogate!r}")
-        if self.task not in REWARD_TASKS or self.task == "keywords":
-            raise ValueError(f"task must be one of {', '.join(t for t in REWARD_TASKS if t != 'keywords')}, "
-                             f"got {self.task!r}")
-        for name in ("questions", "inner_steps", "steps", "elbo_samples", "ckpt_every", "eval_items"):
+        if self.task not in REWARD_TASKS:
+            raise ValueError(f"task must be one of {', '.join(REWARD_TASKS)}, got {self.task!r}")
+        if (self.task == "keywords") != bool(self.keywords) or not all(
+                isinstance(w, str) and w.isalpha() for w in self.keywords):
+            raise ValueError(f"keywords: one or more words of letters for task 'keywords', none for a task "
+                             f"with its own answers; got task {self.task!r}, keywords {self.keywords!r}")
+        for name in ("questions", "inner_steps", "steps", "elbo_samples", "ckpt_every", "eval_items", "gen_length"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
@@ -135,26 +140,31 @@ class Rollouts:
     trace: object = None         # the decoding's Trace
 
 
-def decode_knobs(lm, item: Item, block_length: int = 0) -> dict:
+def decode_knobs(lm, item: Item, block_length: int = 0, gen_length: int = 0) -> dict:
     """gen_length, block_length and steps for one question: a canvas of exactly its answer's
-    length (one block unless block_length divides it), one step per answer token."""
-    n = len(lm.encode(item.answer))
+    length (or `gen_length` for free text), one block unless block_length divides it, one step
+    per answer token."""
+    n = gen_length or len(lm.encode(item.answer))
     block = block_length or n
     if n % block:
         raise ValueError(f"block_length must divide the answer length {n}, got {block_length}")
     return dict(gen_length=n, block_length=block, steps=n)
 
 
-def rollout(lm, items: list[Item], rule, group: int, seed: int, block_length: int = 0) -> Rollouts:
-    """Decode each item `group` times with `rule` (a rule object or name) and score the answers."""
+def rollout(lm, items: list[Item], rule, group: int, seed: int, block_length: int = 0,
+            gen_length: int = 0) -> Rollouts:
+    """Decode each item `group` times with `rule` (a rule object or name) and score the answers.
+    A task's questions share one layout; free-text questions (`gen_length` tokens each) may have
+    prompts of any length (left-padded)."""
     from ..decode import generate
 
     rows = [it for it in items for _ in range(group)]
     shapes = {(len(lm.encode(it.prompt)), len(lm.encode(it.answer))) for it in items}
-    if len(shapes) != 1:
+    if len(shapes) != 1 and not gen_length:
         raise ValueError(f"the questions of one batch must share prompt and answer lengths, got {sorted(shapes)}")
+    knobs = decode_knobs(lm, items[0], block_length, gen_length)
     with torch.inference_mode():
-        out = generate(lm, [it.prompt for it in rows], rule, seed=seed, **decode_knobs(lm, items[0], block_length))
+        out = generate(lm, [it.prompt for it in rows], rule, seed=seed, **knobs)
     trace = out.trace
     x = trace.final.clone().long()
     written = trace.init == lm.mask_id
@@ -200,7 +210,12 @@ def rollout_rule(cfg: RLConfig):
 
 def step_questions(cfg: RLConfig, step: int) -> list[Item]:
     rng = random.Random(f"rl-{cfg.seed}-{step}")
-    return [training_question(cfg.task, rng, tuple(cfg.clues)) for _ in range(cfg.questions)]
+    return [training_question(cfg.task, rng, tuple(cfg.clues), tuple(cfg.keywords)) for _ in range(cfg.questions)]
+
+
+def free_length(cfg: RLConfig) -> int:
+    """The canvas length of a free-text task's answers (0: the task's answers set it)."""
+    return cfg.gen_length if cfg.task == "keywords" else 0
 
 
 def rl_step(run: RLRun) -> dict:
@@ -209,7 +224,7 @@ def rl_step(run: RLRun) -> dict:
     t0 = time.perf_counter()
     lm.net.eval()
     rolls = rollout(lm, step_questions(cfg, run.step), run.rule, cfg.group, data_seed(cfg.seed, run.step),
-                    cfg.block_length)
+                    cfg.block_length, free_length(cfg))
     adv = group_advantages(rolls.reward, cfg.group, cfg.scale_rewards)
     keep = adv.abs() > 0
     rec = {"step": run.step + 1, "reward": round(float(rolls.reward.mean()), 4),
@@ -244,6 +259,12 @@ def evaluate_policy(lm, cfg: RLConfig, rules=None) -> dict:
     per step (the full matrix with intervals and edits: `labkit bench rl`)."""
     from ..samplers import registry
 
+    if cfg.task == "keywords":                # free text: sampled at the rollout temperature, judged by reward
+        from .prompts import sample_prompts
+        items = [Item("keywords", p, ",".join(cfg.keywords), "heldout") for p in sample_prompts(cfg.eval_items)]
+        r = rollout(lm, items, rollout_rule(cfg), 1, 0, cfg.block_length, cfg.gen_length)
+        return {cfg.rule: {"accuracy": round(float((r.reward >= 2).float().mean()), 4),     # every keyword present
+                           "reward": round(float(r.reward.mean()), 4), "example": r.texts[0]}}
     items = _eval_items(cfg.task, cfg.eval_items)
     rules = rules or ([cfg.rule] + (["low_confidence"] if lm.kind != "causal" else []))
     out = {}
@@ -277,6 +298,14 @@ def save_checkpoint(run: RLRun) -> None:
     ckpt.with_suffix(".tmp").replace(ckpt)
 
 
+def same_config(stored: dict, cfg: RLConfig) -> bool:
+    """A stored config (a checkpoint's, a record's) is `cfg`: equal fields, and the fields added to
+    RLConfig since it was written at their defaults."""
+    now, default = json.loads(json.dumps(dataclasses.asdict(cfg))), json.loads(json.dumps(dataclasses.asdict(RLConfig())))
+    stored = json.loads(json.dumps(stored))
+    return set(stored) <= set(now) and all(stored.get(k, default[k]) == v for k, v in now.items())
+
+
 def setup_rl(cfg: RLConfig, out: str | Path, device: str = "cpu", log=print) -> RLRun:
     from ..models.load import load
 
@@ -296,7 +325,7 @@ def setup_rl(cfg: RLConfig, out: str | Path, device: str = "cpu", log=print) -> 
     ckpt = out / CHECKPOINT
     if ckpt.is_file():
         state = torch.load(ckpt, map_location=device, weights_only=False)
-        if state["config"] != dataclasses.asdict(cfg):
+        if not same_config(state["config"], cfg):
             raise ValueError(f"{ckpt} was written with another RLConfig; use a new --out folder or delete it")
         lm.net.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
@@ -350,4 +379,4 @@ __all__ = ["CHECKPOINT", "Draw", "Estimate", "RLConfig", "RLRun", "RL_RECIPES", 
            "clipped_objective", "decode_knobs", "draw", "estimate", "evaluate_policy", "finish_rl",
            "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits", "rl_step",
            "rollout", "rollout_rule",
-           "setup_rl", "step_questions", "train_rl"]
+           "same_config", "setup_rl", "step_questions", "train_rl", "free_length"]

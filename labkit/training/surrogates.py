@@ -26,9 +26,11 @@ TOKEN_LEVEL = ("one_pass", "exact")          # per-token ratios; the others one 
 
 def policy_logits(lm, net, x: torch.Tensor) -> torch.Tensor:
     """x (M, L) → logits (M, L, V) of `net` called as `lm` calls its own network, with gradients."""
+    pads = x == lm.pad_id                                               # left padding of free-text rows
+    mask = (~pads).long() if bool(pads.any()) else None
     if lm.family is not None:
-        return lm.family.forward(net, x, None)
-    out = net(input_ids=x)
+        return lm.family.forward(net, x, mask)
+    out = net(input_ids=x, attention_mask=mask)
     return out.logits if hasattr(out, "logits") else out[0]
 
 
