@@ -317,6 +317,13 @@ def test_the_time_model_is_calibrated_against_a_lecturers_estimates():
     for stops, (lo, hi) in lecturer.items():
         says(text, f"| {' + '.join(stops)} | {lo}–{hi} | {model[stops]} |")
     assert len(within) >= 3, model
+    # the earlier plan: session 1 was 1.1-1.3, the old 1.4 (now 2.2 + 3.1), draft and edit (3.2), wrap-up;
+    # session 2 the panel, controls, profiling, serving, the loss and its wrap-up
+    old = [sum(rows[s]["minutes"] for s in stops) for stops in (("1.1", "1.2", "1.3", "2.2", "3.1", "3.2", "1.4"),
+                                                                ("2.1", "3.3", "3.4", "3.5", "2.3", "2.4"))]
+    says(text, f"the earlier plan's stops sum to {old[0]} and {old[1]} minutes")
+    says(flat(course_zh()), f"旧方案两节各环节加起来分别是 {old[0]} 和 {old[1]} 分钟")
+    assert min(old) > SESSION_MINUTES
     says(text, f"{ASK_MINUTES} minutes for each Ask", f"{SECONDS_PER_STEP} seconds for each numbered step",
          f"{SECONDS_PER_CODE_LINE} seconds for each line of code", f"{SECONDS_PER_TABLE_ROW} seconds for each table row")
 

@@ -61,3 +61,16 @@ def test_the_command_line_exits_non_zero_on_a_fault(monkeypatch, capsys):
     assert {c["name"] for c in checks if not c["ok"]} == {"widget extension"}
     from labkit.models.load import EMBEDDED
     assert sum(c["name"].startswith("model ") for c in checks) == len(EMBEDDED)
+
+
+def test_the_install_figures_in_readme_and_handouts_are_the_measured_ones():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = json.loads((root / "benchmarks" / "results" / "install.json").read_text())
+    gb = f"{r['venv_mb'] / 1000:.1f} GB"
+    readme = " ".join((root / "README.md").read_text().split())
+    assert f"took {r['seconds']} s and the `.venv` holds {gb}" in readme
+    assert f"用了 {r['seconds']} 秒，`.venv` 占 {gb}" in (root / "docs" / "README.zh-CN.md").read_text()
+    assert f"about {round(r['seconds'] / 60)} minutes and {gb}" in (root / "docs" / "handout.md").read_text()
+    assert f"约 {round(r['seconds'] / 60)} 分钟，占 {gb}" in (root / "docs" / "handout.zh-CN.md").read_text()

@@ -75,11 +75,11 @@ def keyword_eval(lm, ar, cfg, n: int = 96, seed: int = 0) -> dict:
     from ..controls import contains_word
     from ..eval.exact import wilson
     from ..eval.metrics import distinct_n, gen_ppl
-    from ..tasks import Item
     from ..training.prompts import sample_prompts
+    from ..training.rewards import keyword_items
     from ..training.rl import rollout, rollout_rule
 
-    items = [Item("keywords", p, ",".join(cfg.keywords), "heldout") for p in sample_prompts(n)]
+    items = keyword_items(sample_prompts(n), cfg.keywords)
     r = rollout(lm, items, rollout_rule(cfg), 1, seed, cfg.block_length, cfg.gen_length)
     hits = int((r.reward >= 2).sum())
     return {"n": n, "reward": round(float(r.reward.mean()), 4), "all_words": round(hits / n, 4),
@@ -314,8 +314,7 @@ def what_moved(result: dict) -> str:
     s, s0 = rl["S mode"], start["S mode"]
     ar0, ar1 = (result["runs"][k]["tasks"]["sudoku"]["accuracy"] for k in ("ar_start", "ar_rl"))
     run = result["curves"]["elbo"]["reward"]
-    k = max(1, len(run) // 10)
-    reward = (sum(run[:k]) / k, sum(run[-k:]) / k)
+    reward = reward_tenths([{"reward": r} for r in run])
     t9 = (start["threshold 0.9"], rl["threshold 0.9"])
     lc = (start["low-confidence"]["accuracy"], rl["low-confidence"]["accuracy"])
     sooner = t9[1]["tpf"] > t9[0]["tpf"] and t9[1]["accuracy"] < t9[0]["accuracy"]

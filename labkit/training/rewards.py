@@ -97,13 +97,23 @@ def _openings(split: str) -> list[str]:
     return [opening(s) for s in speeches(split) if has_opening(s)]
 
 
+def valid_keywords(words) -> bool:
+    """One or more words, each of letters only (what the keyword reward can find as whole words)."""
+    return bool(words) and all(isinstance(w, str) and w.isalpha() for w in words)
+
+
+def keyword_items(prompts: list[str], keywords, split: str = "heldout") -> list[Item]:
+    """Keyword questions on given prompts: each answer should hold `keywords`."""
+    return [Item("keywords", p, ",".join(keywords), split) for p in prompts]
+
+
 def keyword_question(rng: random.Random, keywords, split: str = "train") -> Item:
     """A Shakespeare prompt (a speech opening of the split's plays) whose answer should hold `keywords`."""
     words = tuple(keywords)
-    if not words or not all(isinstance(w, str) and w.isalpha() for w in words):
+    if not valid_keywords(words):
         raise ValueError(f"keywords must be one or more words of letters, got {keywords!r}")
     pool = _openings(split)
-    return Item("keywords", pool[rng.randrange(len(pool))], ",".join(words), split)
+    return keyword_items([pool[rng.randrange(len(pool))]], words, split)[0]
 
 
 def training_question(task: str, rng: random.Random, clues: tuple[int, int] = (10, 16), keywords=()) -> Item:
@@ -133,5 +143,5 @@ def training_question(task: str, rng: random.Random, clues: tuple[int, int] = (1
     raise ValueError(f"task must be one of {', '.join(REWARD_TASKS)}, got {task!r}")
 
 
-__all__ = ["REWARD_TASKS", "exact_reward", "keyword_question", "keyword_reward", "reward", "rewards", "sudoku_reward",
-           "training_question"]
+__all__ = ["REWARD_TASKS", "exact_reward", "keyword_items", "keyword_question", "keyword_reward", "reward", "rewards",
+           "sudoku_reward", "training_question", "valid_keywords"]

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from ..tasks import Item
-from .rewards import REWARD_TASKS, rewards, training_question
+from .rewards import REWARD_TASKS, keyword_items, rewards, training_question, valid_keywords
 from .seeds import data_seed, noise_seed
 from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
     SURROGATES,
@@ -89,8 +89,7 @@ class RLConfig:
             raise ValueError(f"surrogate must be one of {', '.join(SURROGATES)}, got {self.surrogate!r}")
         if self.task not in REWARD_TASKS:
             raise ValueError(f"task must be one of {', '.join(REWARD_TASKS)}, got {self.task!r}")
-        if (self.task == "keywords") != bool(self.keywords) or not all(
-                isinstance(w, str) and w.isalpha() for w in self.keywords):
+        if (self.task == "keywords") != bool(self.keywords) or (self.keywords and not valid_keywords(self.keywords)):
             raise ValueError(f"keywords: one or more words of letters for task 'keywords', none for a task "
                              f"with its own answers; got task {self.task!r}, keywords {self.keywords!r}")
         for name in ("questions", "inner_steps", "steps", "elbo_samples", "ckpt_every", "eval_items", "gen_length"):
@@ -261,7 +260,7 @@ def evaluate_policy(lm, cfg: RLConfig, rules=None) -> dict:
 
     if cfg.task == "keywords":                # free text: sampled at the rollout temperature, judged by reward
         from .prompts import sample_prompts
-        items = [Item("keywords", p, ",".join(cfg.keywords), "heldout") for p in sample_prompts(cfg.eval_items)]
+        items = keyword_items(sample_prompts(cfg.eval_items), cfg.keywords)
         r = rollout(lm, items, rollout_rule(cfg), 1, 0, cfg.block_length, cfg.gen_length)
         return {cfg.rule: {"accuracy": round(float((r.reward >= 2).float().mean()), 4),     # every keyword present
                            "reward": round(float(r.reward.mean()), 4), "example": r.texts[0]}}
