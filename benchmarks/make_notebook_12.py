@@ -388,7 +388,8 @@ for name, t in R["targets"].items():
 """)
 
 md("""
-What the runs say, read from the cells above: the mean rollout reward did not rise in 400 steps;
+What the runs say, read from the cells above: on Sudoku the mean rollout reward did not rise in
+400 steps (on Shakespeare it did, section 10, by writing the words however it could);
 what the updates changed was the model's *confidence* (compare the threshold rows of section 7
 before and after), not its correctness. Three measured reasons: most groups carry no signal, since
 their rollouts all score alike (section 6 prints the share over the whole run, section 5 step by

@@ -190,5 +190,10 @@ def test_the_h200_figures_are_the_committed_gpu_run():
         assert f"{s['llada_generate'] / s['labkit_compiled']:.2f}×" in flat      # the ≥ 2× target, missed
         assert f"{s['labkit_gpu'] / s['labkit_dual_compiled']:.2f}×" in flat    # dual cache, compiled
         assert f"{100 * (g['overhead_gpu_path']['labkit_overhead_ratio'] - 1):.0f}%" in flat
+    fam, own = g["families"]["llada"]["forward"], g["forward"]                        # the family against labkit's net
+    ratio = f"{fam['median_ms'] / own['median_ms']:.1f}×"
+    says_en = " ".join(en_part.split())
+    assert f"({fam['median_ms']:.1f} ms over {fam['length']} tokens" in says_en and f"is {ratio} labkit's own" in says_en
+    assert f"({own['median_ms']:.1f} ms over {own['length']} tokens" in says_en and f"的 {ratio}" in zh_part
     assert ff[512]["ratio"] > 1.5 and s["llada_generate"] / s["labkit_compiled"] < 2      # as the text says: missed
     assert s["labkit_gpu"] / s["labkit_dual_compiled"] >= 2.5 > s["labkit_gpu"] / s["labkit_dual"]
