@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebooks student doctor model model-ar model-cap model-tasks model-rl bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebooks student slides doctor model model-ar model-cap model-tasks model-rl bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -91,11 +91,12 @@ define install_model
 	$(BIN)/labkit eval --model $(1) --card
 endef
 
-# The task models, one pair per task family (labkit.tasks): the masked models in one queue and their
+# The task models, one pair per task family (labkit.tasks): the masked models (then the Sudoku twin that
+# writes in a solver's order, the third Sudoku model) in one queue and their
 # AR twins in another, side by side, one thread each (each run resumes if interrupted), then evaluated
 # into their cards. The AR lane is the longer: 3 h as recorded in the twins' training.json beside
 # other work (docs/models.md gives each model's minutes); less on a quiet machine.
-TASK_MASKED := tiny-sudoku tiny-facts tiny-add
+TASK_MASKED := tiny-sudoku tiny-facts tiny-add tiny-sudoku-ar-solver
 TASK_AR     := tiny-sudoku-ar tiny-facts-ar tiny-add-ar
 model-tasks: install
 	( for m in $(TASK_MASKED); do OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe $$m --out runs/$$m || exit 1; done ) & \
@@ -107,6 +108,7 @@ model-tasks: install
 	$(call install_model,tiny-facts-ar)
 	$(call install_model,tiny-add)
 	$(call install_model,tiny-add-ar)
+	$(call install_model,tiny-sudoku-ar-solver)
 
 # The Sudoku pair after RL with exact rewards (labkit.training.rl; each resumes if interrupted), side
 # by side, one thread each, then evaluated into their cards; then `labkit bench rl` (rl.json: every
@@ -162,6 +164,12 @@ bench-panel: install
 student: install
 	$(BIN)/labkit student --out build/student
 
+# One reveal.js deck per course session from the notebooks' own cells, English and Chinese
+# (reveal.js, require.js and MathJax fetched once from the npm registry, checked, kept beside them).
+slides: install
+	$(BIN)/labkit slides --out build/slides
+	$(BIN)/labkit slides --out build/slides --lang zh-CN --offline-only
+
 # Is this machine ready for the lab? (exit 1, with each fix, if not)
 doctor: install
 	$(BIN)/labkit doctor
@@ -175,6 +183,8 @@ browser-check: install
 	    DEBIAN_FRONTEND=noninteractive $(if $(filter 0,$(shell id -u)),,sudo) apt-get install -y -qq chromium >/dev/null; }
 	$(BIN)/python -m pip install --quiet -e ".[browser]"
 	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python tests/browser_check.py --workers $(TEST_WORKERS) --chromium $(CHROMIUM) $(if $(DOCS),--docs)
+	$(MAKE) slides
+	$(BIN)/python tests/slides_check.py --chromium $(CHROMIUM) --decks build/slides
 
 clean-venv:
 	rm -rf $(VENV)

@@ -118,7 +118,10 @@ def test_bench_samplers_json_and_plot(tmp_path, capsys):
     assert set(result) == {"low_confidence_2tok", "threshold_0.9", "draft_edit_quality", "ar", "cap"}
     assert set(result["cap"]) == {"low_confidence_2tok", "threshold_0.9", "draft_edit_quality"}
     for row in (result["low_confidence_2tok"], result["ar"], result["cap"]["threshold_0.9"]):
-        assert set(row) == {"nfe", "tpf", "tps", "gen_ppl", "distinct_2", "prompts"} and row["prompts"] == 2
+        assert set(row) == {"nfe", "tpf", "tps", "gen_ppl", "gen_ppl_ci95", "per_prompt", "distinct_2", "prompts"}
+        assert row["prompts"] == 2 and len(row["per_prompt"]["nats"]) == len(row["per_prompt"]["tokens"]) == 2
+        lo, hi = row["gen_ppl_ci95"]
+        assert lo <= row["gen_ppl"] + 0.01 and row["gen_ppl"] - 0.01 <= hi
     assert result["low_confidence_2tok"]["tpf"] == 2.0 and result["ar"]["tpf"] == 1.0
     assert result["threshold_0.9"]["tpf"] >= 1.0 and result["ar"]["gen_ppl"] > 1.0
     assert (tmp_path / "samplers.json").is_file() and (tmp_path / "samplers_frontier.png").stat().st_size > 1000

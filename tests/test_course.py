@@ -16,13 +16,14 @@ import json
 import math
 import re
 import shlex
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import nbformat
 from notebook_cells import code_cell
 from notebook_cells import output as printed
+
+from labkit.cli.course import ROUTE, SESSIONS, Stop, course_stops, notebook, pieces, shown_pieces  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -42,105 +43,7 @@ WORD = re.compile(r"\S*[^\W_]\S*")      # a whitespace-separated token with a le
 
 # ---------------------------------------------------------------- the route, as the dry run walks it
 
-@dataclass(frozen=True)
-class Stop:
-    """One stop: what it shows, what it re-runs live, and the students' activity.
-
-    `shown` lists ("section", heading) for a notebook section (from its heading to the next heading of
-    any level) or ("cell", text) for the one cell (or, in a markdown cell cut by a heading, the one part)
-    that contains `text`. `live` lists cells (by a text they contain) the route runs again in class.
-    """
-    notebook: str | None
-    shown: tuple = ()
-    live: tuple = ()
-    activity_minutes: int = 0
-    walked: tuple = ()          # code cells (by a text they contain) walked through line by line
-
-
-ROUTE = {
-    # session 1 (core): what a masked diffusion LM is, and how it decodes
-    "1.1": Stop("01_quickstart.ipynb", (
-        ("section", "01 · Quickstart"), ("section", "Generate"), ("section", "Step through the denoising"))),
-    "1.2": Stop("02_step_through.ipynb", (
-        ("section", "View 1"), ("section", "What low-confidence remasking does"),
-        ("section", "Build it yourself"), ("cell", "**3.** Compare `lk.LowConfidence(score=\"margin\")`"),
-        ("cell", "margin = run(lk.LowConfidence(score=\"margin\"))")),
-        live=("def my_generate(", "mine = my_generate(lm, PROMPT)"), activity_minutes=6, walked=("def my_generate(",)),
-    "1.3": Stop("03_parallel_decoding.ipynb", (
-        ("section", "Fixed-k against threshold"), ("section", "Why the plain model cannot go parallel"),
-        ("section", "The speed-quality frontier"))),
-    "1.4": Stop(None),
-    # session 2: where diffusion wins, the panel, and how it is trained
-    "2.1": Stop("05_lab_panel.ipynb", (
-        ("section", "The panel"), ("section", "Driving the panel from code"), ("section", "Side by side")),
-        live=("lab = lk.widgets.Lab(lm, PROMPT)", "for preset in (\"S mode\", \"Q mode\"):")),
-    "2.2": Stop("11_where_diffusion_wins.ipynb", (
-        ("cell", "A 6×6 Sudoku (digits 1–6"), ("cell", "runs = {k: lk.generate(sd, puzzles, rule, seed=SEED)"),
-        ("cell", "One run seen whole"), ("cell", "lk.viz.commit_grid("), ("cell", "Over every held-out puzzle"),
-        ("cell", 'print(tables.table(result, "sudoku", "sudoku"))'),
-        ("cell", 'best = tables.best_order(result, "sudoku", "sudoku")'))),
-    "2.3": Stop("10_train_from_scratch.ipynb", (
-        ("section", "The masked loss by hand"), ("section", "Where the 1/t comes from"),
-        ("cell", "The curves side by side"), ("cell", "lk.viz.loss_figure("),
-        ("cell", "The two losses are not on the same scale")),
-        live=("def masked_loss_by_hand(",), activity_minutes=5, walked=("def masked_loss_by_hand(",)),
-    "2.4": Stop(None),
-    # session 3 (optional): editing, control, speed and serving
-    "3.1": Stop("11_where_diffusion_wins.ipynb", (("section", "4 · Facts asked backwards"), ("section", "5 · Mirror"))),
-    "3.2": Stop("04_draft_and_edit.ipynb", (
-        ("section", "S and Q mode side by side"), ("cell", "Where do S and Q sit on it?"),
-        ("cell", "s, q = sweep[0.5, 0.0], sweep[0.7, 0.5]"), ("cell", "On these 6 prompts S mode"))),
-    "3.3": Stop("06_controls.ipynb", (
-        ("section", "1 · Pin"), ("section", "The methods at scale"), ("section", "4 · ReNoise"))),
-    "3.4": Stop("07_profiling.ipynb", (
-        ("section", "1 · The step timer"), ("section", "5 · labkit's own cost"),
-        ("cell", "print(\"forward passes per answer:\""))),
-    "3.5": Stop("09_serving.ipynb", (
-        ("section", "Talk to it with the official client"), ("section", "Streaming"),
-        ("section", "Requests that arrive together are batched"))),
-    "3.6": Stop(None),
-}
-SESSIONS = "123"                # 1 and 2 the core, 3 optional
-
-
 # ---------------------------------------------------------------- reading notebooks and the course
-
-def notebook(name: str):
-    return nbformat.read(NOTEBOOKS / name, as_version=4)
-
-
-def pieces(nb):
-    """The notebook as (heading, kind, text or cell): markdown cut at each heading, code cells whole."""
-    heading, out = None, []
-    for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            out.append((heading, "code", cell))
-            continue
-        part, fenced = [], False
-        for line in cell.source.splitlines():
-            fenced ^= line.lstrip().startswith("```")
-            m = None if fenced else re.match(r"#{1,6} (.+)$", line)
-            if m:
-                if part:
-                    out.append((heading, "markdown", "\n".join(part)))
-                heading, part = m.group(1).strip(), []
-            part.append(line)
-        if part:
-            out.append((heading, "markdown", "\n".join(part)))
-    return out
-
-
-def shown_pieces(nb, selector):
-    kind, key = selector
-    ps = pieces(nb)
-    if kind == "section":
-        heads = {h for h, _, _ in ps if h and h.replace("*", "").startswith(key)}
-        assert len(heads) == 1, f"{len(heads)} headings start with {key!r}"
-        return [p for p in ps if p[0] in heads]
-    found = [p for p in ps if key in (p[2] if p[1] == "markdown" else p[2].source)]
-    assert len(found) == 1, f"{len(found)} cells contain {key!r}"
-    return found
-
 
 def outputs_shown(cell) -> int:
     """One for a cell's printed text (however many prints), one per figure, table, page or widget."""
@@ -160,21 +63,6 @@ def run_seconds(cell) -> float:
 
 def words(text: str) -> int:
     return len(WORD.findall(text))
-
-
-STOP_HEADING = re.compile(r"^### (\d\.\d) · (\d+):(\d\d)–(\d+):(\d\d) · (.+)$", re.M)
-
-
-def course_stops(text: str) -> dict:
-    """{"1.1": (start minute, end minute, title, the stop's text)} from a course file."""
-    heads = list(STOP_HEADING.finditer(text))
-    stops = {}
-    for m in heads:
-        body = text[m.end():]
-        body = re.split(r"^#{2,3} ", body, maxsplit=1, flags=re.M)[0]
-        start, end = int(m.group(2)) * 60 + int(m.group(3)), int(m.group(4)) * 60 + int(m.group(5))
-        stops[m.group(1)] = (start, end, m.group(6), body)
-    return stops
 
 
 def spoken(stop_text: str) -> str:

@@ -16,6 +16,8 @@ import nbformat
 import pytest
 from notebook_cells import code_cell, output
 
+from labkit.eval.intervals import overlap
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 NOTEBOOKS = ROOT / "notebooks"
@@ -471,6 +473,11 @@ def test_the_steering_table_in_docs_is_notebook_06s_stored_output_and_its_prose_
     assert "many times the unsteered one" in prose and s4[2] > 5 * base[2] and s4[0] > 4
     assert "at little cost" in prose and 0 < s2[0] and s2[2] < 1.5 * base[2]
     assert all(abs(rows[k][2] / base[2] - 1) < 0.2 and abs(rows[k][3] - base[3]) < 0.1 for k in ("cfg_scale 1", "cfg_scale 2"))
+    ci = {k: r["gen_ppl_ci95"] for k, r in saved["rows"].items()}           # "within noise": the intervals overlap
+    assert "so the cost is within noise" in prose and overlap(ci["Topic strength 2"], ci["unsteered"])
+    assert "both `cfg_scale`\nrows are within noise" in prose
+    assert all(overlap(ci[k], ci["unsteered"]) for k in ("cfg_scale 1", "cfg_scale 2"))
+    assert not overlap(ci["Topic strength 4"], ci["unsteered"])            # "many times": apart
 
 
 def test_nb06_prose_reads_its_outputs_and_controls_json():

@@ -214,9 +214,13 @@ def test_the_loop_still_offers_the_recipes_and_train():
     import labkit.training.loop as loop
     import labkit.training.recipes as recipes
     assert loop.RECIPES is recipes.RECIPES and loop.TrainConfig is TrainConfig
-    assert list(recipes.RECIPES) == ["tiny-ar", "tiny", "tiny-cap", "tiny-sudoku", "tiny-sudoku-ar", "tiny-facts",
-                                     "tiny-facts-ar", "tiny-add", "tiny-add-ar"]
-    assert recipes.TASK_MODELS == tuple(list(recipes.RECIPES)[3:])
+    assert list(recipes.RECIPES) == ["tiny-ar", "tiny", "tiny-cap", "tiny-sudoku", "tiny-sudoku-ar",
+                                     "tiny-sudoku-ar-solver", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar"]
+    assert recipes.TASK_MODELS == tuple(n for n in list(recipes.RECIPES)[3:] if n != "tiny-sudoku-ar-solver")
+    assert recipes.SOLVER_TWINS == ("tiny-sudoku-ar-solver",)
+    a, b = recipes.RECIPES["tiny-sudoku-ar"], recipes.RECIPES["tiny-sudoku-ar-solver"]     # the third twin: one
+    assert {k: v for k, v in vars(a).items() if k not in ("order", "seq_len")} == \
+        {k: v for k, v in vars(b).items() if k not in ("order", "seq_len")}                # shape, data, budget
     for masked, ar in zip(recipes.TASK_MODELS[::2], recipes.TASK_MODELS[1::2]):   # twins: one shape, data, budget
         a, b = recipes.RECIPES[masked], recipes.RECIPES[ar]
         same = ("tasks", "batch_size", "steps", "hidden_size", "num_layers", "num_heads", "intermediate_size", "lr",

@@ -21,7 +21,8 @@ import time
 from .. import defaults
 from ..controls import Infill, Keywords, ReNoise, contains_word
 from ..decode import generate
-from ..eval.metrics import gen_ppl
+from ..eval.intervals import paired_ratio
+from ..eval.metrics import gen_nats, gen_ppl
 from ..training.prompts import heldout_lines, sample_prompts
 
 # Nouns among the most frequent words of the held-out plays (The Tempest, Macbeth), counted
@@ -54,7 +55,9 @@ def parse_keywords(specs: list[str]) -> list[tuple[str, ...]]:
 
 def bench_keywords(lm, ar, triples, *, method: str = "place", samples: int = 4, gen_length: int = 64,
                    seed: int = 0, sampler=None, unconstrained: list[str] | None = None) -> dict:
-    """Hit rates and gen-PPL ratio of Keywords(method) over `triples` (one held-out prompt each).
+    """Hit rates and gen-PPL ratio of Keywords(method) over `triples` (one held-out prompt each),
+    the ratio with its 95% bootstrap interval over samples (each paired with the unconstrained sample
+    of the same prompt and seed: labkit.eval.intervals.paired_ratio).
     Pass `unconstrained` (texts from a previous call, same triples) to skip re-sampling them."""
     if not isinstance(samples, int) or samples < 1:
         raise ValueError(f"samples must be a positive integer, got {samples!r}")
@@ -75,12 +78,15 @@ def bench_keywords(lm, ar, triples, *, method: str = "place", samples: int = 4, 
     free = unconstrained if unconstrained is not None else free
     hits = [sum(contains_word(t, w) for w in words) for t, (_, words) in zip(texts, rows)]
     k = len(triples[0]) if triples else 3
-    ppl, ppl_free = gen_ppl(ar, [p for p, _ in rows], texts), gen_ppl(ar, [p for p, _ in rows], free)
+    ps = [p for p, _ in rows]
+    ratio, lo, hi = paired_ratio(gen_nats(ar, ps, texts), gen_nats(ar, ps, free))   # samples paired by seed
+    ppl, ppl_free = gen_ppl(ar, ps, texts), gen_ppl(ar, ps, free)
     return {"method": method, "triples": len(triples), "samples": len(texts),
             "hit_at_least_2": round(sum(h >= 2 for h in hits) / len(hits), 4),
             "hit_all_3": round(sum(h >= k for h in hits) / len(hits), 4),
             "gen_ppl": round(ppl, 3), "gen_ppl_unconstrained": round(ppl_free, 3),
-            "gen_ppl_ratio": round(ppl / ppl_free, 3), "seconds": round(seconds, 1),
+            "gen_ppl_ratio": round(ppl / ppl_free, 3), "gen_ppl_ratio_ci95": [round(lo, 3), round(hi, 3)],
+            "seconds": round(seconds, 1),
             "texts": texts, "unconstrained": free}
 
 
@@ -93,7 +99,8 @@ def infill_template(lm, line: str) -> tuple[str, str, str]:
 
 
 def bench_edit(lm, ar, *, n: int = 24, ratio: float = 0.3, seed: int = 0, sampler=None) -> dict:
-    """Infill and ReNoise on held-out lines: kept text byte-identical (share), gen-PPL."""
+    """Infill and ReNoise on held-out lines: kept text byte-identical (share), gen-PPL, and the
+    edited text's gen-PPL over the original lines' with its 95% bootstrap interval (paired by line)."""
     sampler = sampler or defaults.sampler()
     pairs = heldout_lines(n)
     prompts, lines = [p for p, _ in pairs], [line for _, line in pairs]
@@ -114,10 +121,12 @@ def bench_edit(lm, ar, *, n: int = 24, ratio: float = 0.3, seed: int = 0, sample
                         steps=n_tokens, seed=seed + i).text
         renoise_texts.append(text)
         renoise_kept.append(edit.pattern(lm).fullmatch(text) is not None)
-    original = gen_ppl(ar, prompts, lines)
+    original, nats_original = gen_ppl(ar, prompts, lines), gen_nats(ar, prompts, lines)
     for name, texts, kept in (("infill", infill_texts, infill_kept), ("renoise", renoise_texts, renoise_kept)):
+        ratio_ci = paired_ratio(gen_nats(ar, prompts, texts), nats_original)[1:]      # each line with its edit
         out[name] = {"samples": len(texts), "kept_identical": round(sum(kept) / len(kept), 4),
                      "gen_ppl": round(gen_ppl(ar, prompts, texts), 3), "gen_ppl_original": round(original, 3),
+                     "gen_ppl_ratio_ci95": [round(v, 3) for v in ratio_ci],
                      "examples": [{"original": line, "result": t} for line, t in list(zip(lines, texts))[:3]]}
     out["renoise"]["ratio"] = ratio
     return out

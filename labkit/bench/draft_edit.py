@@ -9,7 +9,7 @@ benchmarks/results/draft_edit.json (the notebook runs a small part of each live,
   temperature 0.8; 64 tokens, blocks of 32), every readable correction (`labkit.eval.corrections`).
 
 Each row: nfe and tpf (`run_one`), gen_ppl under the AR twin (unrounded, as the notebook printed it)
-and distinct_2. About 4 min on 2 cores.
+with its 95% bootstrap interval over the prompts and the per-prompt parts, and distinct_2. About 4 min on 2 cores.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ..models.load import load
 from ..samplers import DraftEdit, Threshold
 from ..training.prompts import sample_prompts
 from .common import metadata
-from .samplers import run_one
+from .samplers import run_one, text_figures
 
 MODEL, AR_MODEL = "tiny-cap", "tiny-ar"
 KNOBS = dict(gen_length=128, block_length=32, steps=128)          # modes and sweep
@@ -47,7 +47,9 @@ def search_rules() -> dict:
 def measure(lm, ar, rule, prompts) -> dict:
     """One rule on the prompts: NFE, TPF, gen-PPL and distinct-2, as the notebook computes them."""
     row, texts = run_one(lm, rule, prompts, tps_prompts=0, **KNOBS)
+    figures = text_figures(ar, prompts, texts, digits=4)
     return {"nfe": row["nfe"], "tpf": row["tpf"], "gen_ppl": gen_ppl(ar, prompts, texts),
+            "gen_ppl_ci95": figures["gen_ppl_ci95"], "per_prompt": figures["per_prompt"],
             "distinct_2": row["distinct_2"]}
 
 

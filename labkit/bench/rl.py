@@ -19,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from ..eval.intervals import paired_ratio
+from .samplers import per_prompt, text_figures
 from .tasks import AR_LABEL, ONE_PER_STEP, run_pair
 
 RL_MODEL, AR_RL_MODEL = "tiny-sudoku-rl", "tiny-sudoku-ar-rl"
@@ -74,7 +76,7 @@ def keyword_eval(lm, ar, cfg, n: int = 96, seed: int = 0) -> dict:
     rate, gen-PPL under the AR judge, and two samples."""
     from ..controls import contains_word
     from ..eval.exact import wilson
-    from ..eval.metrics import distinct_n, gen_ppl
+    from ..eval.metrics import distinct_n
     from ..training.prompts import sample_prompts
     from ..training.rewards import keyword_items
     from ..training.rl import rollout, rollout_rule
@@ -85,7 +87,7 @@ def keyword_eval(lm, ar, cfg, n: int = 96, seed: int = 0) -> dict:
     return {"n": n, "reward": round(float(r.reward.mean()), 4), "all_words": round(hits / n, 4),
             "all_words_ci95": [round(v, 4) for v in wilson(hits, n)],
             "word_rates": {w: round(sum(contains_word(t, w) for t in r.texts) / n, 4) for w in cfg.keywords},
-            "gen_ppl": round(gen_ppl(ar, [it.prompt for it in items], r.texts), 3),
+            **text_figures(ar, [it.prompt for it in items], r.texts, digits=3),
             "distinct_2": round(sum(distinct_n(lm.encode(t)) for t in r.texts) / n, 4), "examples": r.texts[:2]}
 
 
@@ -100,10 +102,13 @@ def keyword_runs(folder: str | Path = KEYWORD_RUN, log=None) -> dict:
         train_rl(cfg, folder, progress=False, log=log or (lambda m: None))
     rec = json.loads((folder / "training.json").read_text())["rl"]
     ar = load("tiny-ar")
+    before, after = keyword_eval(load(cfg.init_from), ar, cfg), keyword_eval(load(str(folder)), ar, cfg)
+    ratio, lo, hi = paired_ratio(per_prompt(after), per_prompt(before))       # the same prompts
     return {"config": rec["config"], "train_seconds": rec["train_seconds"],
             "reward": [h["reward"] for h in rec["history"]], "reward_tenths": reward_tenths(rec["history"]),
             "signal_rows": round(sum(h["signal_rows"] for h in rec["history"]) / len(rec["history"]), 2),
-            "before": keyword_eval(load(cfg.init_from), ar, cfg), "after": keyword_eval(load(str(folder)), ar, cfg)}
+            "before": before, "after": after,
+            "gen_ppl_ratio": [round(v, 3) for v in (ratio, lo, hi)]}
 
 
 def reward_tenths(history: list[dict]) -> list[float]:

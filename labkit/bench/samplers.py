@@ -13,10 +13,12 @@ Per sampler:
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 
 from ..decode import generate
-from ..eval.metrics import distinct_n, gen_ppl
+from ..eval.intervals import ppl_interval
+from ..eval.metrics import distinct_n, gen_nats
 from ..samplers import registry
 from ..training.prompts import sample_prompts
 from .common import Column, format_table
@@ -61,6 +63,21 @@ def run_one(lm, rule, prompts: list[str], *, steps: int, gen_length: int = GEN_L
             "tps": round(tokens / max(seconds, 1e-9), 1), "distinct_2": round(sum(d2) / n, 4)}, out.texts
 
 
+def text_figures(ar, prompts: list[str], texts: list[str], digits: int = 2) -> dict:
+    """gen-PPL with its 95% bootstrap interval over prompts (labkit.eval.intervals), and the
+    per-prompt parts (nats, tokens) a paired comparison of two rules on these prompts resamples."""
+    rows = gen_nats(ar, prompts, texts)
+    nats, tokens = sum(n for n, _ in rows), sum(k for _, k in rows)
+    return {"gen_ppl": round(math.exp(nats / tokens), digits),
+            "gen_ppl_ci95": [round(v, digits) for v in ppl_interval(rows)],
+            "per_prompt": {"nats": [round(n, 3) for n, _ in rows], "tokens": [k for _, k in rows]}}
+
+
+def per_prompt(row: dict) -> list[tuple[float, int]]:
+    """The stored (nats, tokens) per prompt of a bench row (text_figures)."""
+    return list(zip(row["per_prompt"]["nats"], row["per_prompt"]["tokens"]))
+
+
 def bench_samplers(lm, ar, *, n_prompts: int = 96, names: list[str] | None = None,
                    gen_length: int = GEN_LENGTH, block_length: int = BLOCK_LENGTH, seed: int = 0,
                    with_ar: bool = True, tps_prompts: int = 4, log=None) -> dict:
@@ -81,15 +98,13 @@ def bench_samplers(lm, ar, *, n_prompts: int = 96, names: list[str] | None = Non
         t0 = time.perf_counter()
         row, texts = run_one(lm, rule, prompts, steps=steps, gen_length=gen_length,
                              block_length=block_length, seed=seed, tps_prompts=tps_prompts)
-        row["gen_ppl"] = round(gen_ppl(ar, prompts, texts), 2)
-        results[name] = {**row, "prompts": n_prompts}
+        results[name] = {**row, **text_figures(ar, prompts, texts), "prompts": n_prompts}
         if log:
             log(f"{name:<24} {row}  ({time.perf_counter() - t0:.0f} s)")
     if with_ar and (not names or "ar" in names):
         row, texts = run_one(ar, registry.rule("autoregressive"), prompts, steps=gen_length, gen_length=gen_length,
                              block_length=block_length, seed=seed, tps_prompts=tps_prompts)
-        row["gen_ppl"] = round(gen_ppl(ar, prompts, texts), 2)
-        results["ar"] = {**row, "prompts": n_prompts}
+        results["ar"] = {**row, **text_figures(ar, prompts, texts), "prompts": n_prompts}
     return results
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from .. import defaults
 from ..controls import Topic, contains_word
 from ..decode import generate
-from ..eval.metrics import distinct_n, gen_ppl, words
+from ..eval.intervals import ppl_interval
+from ..eval.metrics import distinct_n, gen_nats, gen_ppl, words
 from ..models.load import load
 from .common import metadata
 
@@ -37,8 +38,10 @@ def measure(lm, ar, loop: dict, controls: list, samples: int = SAMPLES) -> dict:
     hits = sum(any(contains_word(t, w) for w in TOPIC) for t in o.texts)
     per_sample = sum(words(t).count(w) for t in o.texts for w in TOPIC) / samples
     d2 = sum(distinct_n(o.ids[r, o.trace.prompt_len:].tolist()) for r in range(samples)) / samples
+    nats = gen_nats(ar, prompts, o.texts)
     return {"hits": hits, "samples": samples, "topic_words_per_sample": per_sample,
-            "gen_ppl": gen_ppl(ar, prompts, o.texts), "distinct_2": d2}
+            "gen_ppl": gen_ppl(ar, prompts, o.texts), "gen_ppl_ci95": [round(v, 2) for v in ppl_interval(nats)],
+            "distinct_2": d2}
 
 
 def bench_steering(model: str = MODEL, ar_model: str = AR_MODEL, log=None) -> dict:
@@ -54,11 +57,12 @@ def bench_steering(model: str = MODEL, ar_model: str = AR_MODEL, log=None) -> di
 
 def row(name: str, r: dict) -> str:
     """One markdown row, as notebook 06 and docs/benchmarks.md show it."""
-    return (f"| {name} | {r['hits']}/{r['samples']} | {r['topic_words_per_sample']:.2f} | {r['gen_ppl']:.1f} | "
+    ci = "" if "gen_ppl_ci95" not in r else " [{:.1f}, {:.1f}]".format(*r["gen_ppl_ci95"])
+    return (f"| {name} | {r['hits']}/{r['samples']} | {r['topic_words_per_sample']:.2f} | {r['gen_ppl']:.1f}{ci} | "
             f"{r['distinct_2']:.2f} |")
 
 
 def table(r: dict) -> str:
     """The markdown table of every setting."""
-    return "\n".join(["| setting | samples with a topic word | topic words per sample | gen-PPL | distinct-2 |",
+    return "\n".join(["| setting | samples with a topic word | topic words per sample | gen-PPL [95% CI] | distinct-2 |",
                       "|---|---|---|---|---|", *(row(name, v) for name, v in r["rows"].items())])

@@ -46,9 +46,12 @@ EDITING = (
 )
 RULES = ORDERS + PARALLEL + EDITING
 ONE_PER_STEP = tuple(label for label, _, _ in ORDERS)
+RULES_BY_LABEL = {label: (name, knobs) for label, name, knobs in RULES}
 EDIT_LABELS = tuple(label for label, _, _ in EDITING)
 SUDOKU_ONLY = EDIT_LABELS[2:]          # the extra draft-and-edit pairs: the pair trained to repair cells
 AR_LABEL = "AR twin (left to right)"
+SOLVER_TWIN = "tiny-sudoku-ar-solver"  # the third Sudoku model: AR, writing the cells in a solver's order
+SOLVER_LABEL = "AR twin (solver's order)"
 # Shakespeare rows of samplers.json set beside the tasks: (label, model key, row key)
 SHAKESPEARE = (
     ("low-confidence", "tiny", "low_confidence_1tok"), ("threshold 0.9", "tiny", "threshold_0.9"),
@@ -76,6 +79,15 @@ def run_pair(pair: str, lm, ar=None, n: int | None = None, labels=None, log=None
         runs.append({"label": label, "rule": name, "knobs": knobs, **r, "seconds": round(time.perf_counter() - t0, 1)})
         if log:
             log(f"{lm.name} · {label}: " + ", ".join(f"{t} {v['accuracy']:.3f}" for t, v in r["tasks"].items()))
+    if pair == "sudoku" and (labels is None or SOLVER_LABEL in labels):
+        from ..models.load import load
+        solver_lm = load(SOLVER_TWIN, device=lm.device if lm is not None else "cpu")
+        t0 = time.perf_counter()
+        r = evaluate_tasks(solver_lm, "autoregressive", tasks=tasks, n=n)
+        runs.append({"label": SOLVER_LABEL, "rule": "autoregressive", "knobs": {}, "model": SOLVER_TWIN, **r,
+                     "seconds": round(time.perf_counter() - t0, 1)})
+        if log:
+            log(f"{SOLVER_TWIN} · {SOLVER_LABEL}: " + ", ".join(f"{t} {v['accuracy']:.3f}" for t, v in r["tasks"].items()))
     if ar is not None and (labels is None or AR_LABEL in labels):
         t0 = time.perf_counter()
         r = evaluate_tasks(ar, "autoregressive", tasks=tasks, n=n)
@@ -102,10 +114,29 @@ def shakespeare_rows(samplers_json: str | Path) -> list[dict]:
     return rows
 
 
+def refresh_rows(result: dict, pair: str, labels: list[str], n: int | None = None, device: str = "cpu",
+                 log=None) -> dict:
+    """`result` (a tasks.json) with the rows of `labels` on `pair` run again (or added, in RULES'
+    order with the twins last): the other rows are kept as they are."""
+    from ..models.load import load
+
+    known = [r[0] for r in rules_for(pair)] + ([SOLVER_LABEL] if pair == "sudoku" else []) + [AR_LABEL]
+    bad = [x for x in labels if x not in known]
+    if bad:
+        raise ValueError(f"rows {bad} are not rows of pair {pair!r}; choose from {known}")
+    masked, twin, _ = PAIRS[pair]
+    lm = load(masked, device=device) if any(x in RULES_BY_LABEL for x in labels) else None
+    ar = load(twin, device=device) if AR_LABEL in labels else None
+    new = {r["label"]: r for r in run_pair(pair, lm, ar, n=n, labels=labels, log=log)}
+    runs = {r["label"]: r for r in result["pairs"][pair]["runs"]} | new
+    result["pairs"][pair]["runs"] = [runs[x] for x in known if x in runs]
+    return result
+
+
 def bench_tasks(samplers_json: str | Path, pairs=tuple(PAIRS), n: int | None = None, device: str = "cpu",
                 log=None) -> dict:
-    """The whole comparison: every rule on each pair's masked model, its AR twin, and the
-    Shakespeare rows."""
+    """The whole comparison: every rule on each pair's masked model, its AR twin (on Sudoku also
+    the AR twin trained in a solver's order), and the Shakespeare rows."""
     from ..models.load import load
 
     out = {"meta": None, "pairs": {}, "shakespeare": shakespeare_rows(samplers_json)}

@@ -62,16 +62,18 @@ def _benchmarks() -> dict:
 
 
 def run(a) -> int:
-    """The chosen benchmark, its --repeats checked first."""
-    repeats = getattr(a, "repeats", None)
-    if repeats is not None and repeats < 1:
-        raise ValueError(f"--repeats must be a positive integer, got {repeats}")
+    """The chosen benchmark, its --repeats and --n checked first."""
+    for flag in ("repeats", "n"):
+        value = getattr(a, flag, None)
+        if value is not None and value < 1:
+            raise ValueError(f"--{flag} must be a positive integer, got {value}")
     return a.bench(a)
 
 
 # --- the flags, one function each (a benchmark lists the ones it reads) ------------------------------------
 def _task_pairs(p) -> None:
     p.add_argument("--pairs", default="sudoku,facts,add", help="task model pairs (default: sudoku,facts,add)")
+    p.add_argument("--rows", help="only these rows of one pair (labels, ';' between), run again into --out's tasks.json")
     p.add_argument("--device", default="cpu", help="cpu, cuda, ... (default: cpu)")
 
 
@@ -387,14 +389,17 @@ def _bench_tasks(a) -> int:
     from ..bench.task_tables import frontier_figure, table
     from ..bench.tasks import PAIRS, bench_tasks
 
-    if a.n is not None and a.n < 1:
-        raise ValueError(f"--n must be a positive integer, got {a.n}")
     pairs = [p.strip() for p in a.pairs.split(",") if p.strip()]
     if not pairs or any(p not in PAIRS for p in pairs):
         raise ValueError(f"--pairs must name some of {', '.join(PAIRS)}, got {a.pairs!r}")
-    result = bench_tasks(bench_input(a, "samplers.json"), pairs=pairs, n=a.n, device=a.device, log=progress_log(a))
+    if a.rows:
+        from ..bench.tasks import refresh_rows
+        result = refresh_rows(json.loads(open(bench_input(a, "tasks.json")).read()), pairs[0],
+                              [x.strip() for x in a.rows.split(";")], n=a.n, device=a.device, log=progress_log(a))
+    else:
+        result = bench_tasks(bench_input(a, "samplers.json"), pairs=pairs, n=a.n, device=a.device, log=progress_log(a))
     out = save(a, "tasks.json", result)
-    if set(pairs) == set(PAIRS):
+    if set(pairs) == set(PAIRS) and not a.rows:
         frontier_figure(result).savefig(out / "tasks_frontier.png", dpi=120)
     if a.json:
         print(json.dumps(result))
@@ -410,8 +415,6 @@ def _bench_task_seeds(a) -> int:
     from ..bench.task_tables import markdown_seeds
     from ..bench.tasks import seed_runs
 
-    if a.n is not None and a.n < 1:
-        raise ValueError(f"--n must be a positive integer, got {a.n}")
     result = seed_runs(n=a.n, log=progress_log(a))
     return report(a, "task_seeds.json", result, lambda r: print(markdown_seeds(r)))
 
@@ -423,8 +426,6 @@ def _no_noise(p) -> None:
 def _bench_rl(a) -> int:
     from ..bench.rl import bench_rl, text_table
 
-    if a.n is not None and a.n < 1:
-        raise ValueError(f"--n must be a positive integer, got {a.n}")
     result = bench_rl(bench_input(a, "tasks.json"), n=a.n, noise=not a.no_noise, log=progress_log(a))
     return report(a, "rl.json", result, lambda r: print(text_table(r)))
 

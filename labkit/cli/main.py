@@ -14,7 +14,7 @@ import json
 import sys
 import time
 
-from . import bench, doctor, generate, jobs, rl, serve, student
+from . import bench, doctor, generate, jobs, rl, serve, slides, student
 from .common import load_model, model_args
 from .generate import rule_args
 
@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_parser(sub)
     doctor.add_parser(sub)
     student.add_parser(sub)
+    slides.add_parser(sub)
     return p
 
 

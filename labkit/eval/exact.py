@@ -13,14 +13,17 @@ of masked models only. Scoring is exact match of the decoded canvas against the 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 
 import torch
 
 from ..controls import Infill
 from ..decode import generate
+from ..models.formats import formats_of
 from ..samplers import registry
 from ..tasks import TASKS, Item, heldout
+from ..tasks.solver import read_steps
 
 Z95 = 1.959964             # two-sided 95% normal quantile
 BATCH = 256                # items decoded together (one canvas shape per batch)
@@ -41,14 +44,27 @@ def wilson(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
     return (0.0 if correct == 0 else max(0.0, centre - half)), (1.0 if correct == n else min(1.0, centre + half))
 
 
+def answer_format(lm, item: Item):
+    """The prompt format (labkit.models.formats) a task model reads `item` with, or None."""
+    return next((f for f in formats_of(lm) if f.match(item.prompt) is not None), None)
+
+
 def _decode_batch(lm, items: list[Item], rule, seed: int, block_length: int | None = None
                   ) -> list[tuple[str, int, int]]:
     """(prediction, forward passes, tokens written) per item; all items share prompt and answer
     lengths. A task model reads the question in its own layout (a Sudoku's clues fixed in place:
-    only the blanks are written)."""
-    n = len(lm.encode(items[0].answer))
+    only the blanks are written); a model that answers in steps (the solver layout) writes its
+    format's canvas, read into the grid before it is scored."""
+    fmt = answer_format(lm, items[0])
+    steps = fmt is not None and fmt.reads == "steps"
+    n = fmt.answer if steps else len(lm.encode(items[0].answer))
     out = generate(lm, [it.prompt for it in items], rule, gen_length=n, block_length=block_length or n, steps=n,
                    seed=seed)
+    if steps:                     # the steps laid into each question's grid: the prediction is a grid
+        texts = [read_steps(re.fullmatch(fmt.pattern, it.prompt.strip()).group(1), text)
+                 for it, text in zip(items, out.texts)]
+        nfe = out.trace.row_nfe().tolist()
+        return [(text, int(k), n, {"fixed": 0, "broke": 0, "other": 0}) for text, k in zip(texts, nfe)]
     nfe = out.trace.row_nfe().tolist()
     P = out.trace.prompt_len
     written = (out.trace.init[:, P:] == lm.mask_id).sum(-1).tolist()

@@ -41,19 +41,29 @@ def gen_ppl(ar, prompts: list[str], texts: list[str], batch: int = 16) -> float:
     """Perplexity of `texts` given `prompts` under the causal model `ar` (a DLM of kind 'causal'):
     exp of the mean next-token NLL over every answer token of every sample (empty answers are
     skipped). Texts are re-encoded with the causal model's tokenizer and cut to its context."""
+    rows = gen_nats(ar, prompts, texts, batch)
+    nats, count = sum(n for n, _ in rows), sum(k for _, k in rows)
+    if not count:
+        raise ValueError("gen_ppl: every text is empty")
+    return math.exp(nats / count)
+
+
+def gen_nats(ar, prompts: list[str], texts: list[str], batch: int = 16) -> list[tuple[float, int]]:
+    """Per sample, (summed next-token NLL in nats, answer tokens scored) of `texts` given `prompts`
+    under the causal model `ar`: gen_ppl's parts, kept apart so that an interval can resample the
+    prompts (labkit.eval.intervals). An empty answer gives (0.0, 0)."""
     if getattr(ar, "kind", None) != "causal":
         raise ValueError(f"gen_ppl needs a causal model (e.g. load('tiny-ar')), got kind={getattr(ar, 'kind', None)!r}")
     if len(prompts) != len(texts):
         raise ValueError(f"prompts ({len(prompts)}) and texts ({len(texts)}) must have the same length")
-    rows = []
-    for prompt, text in zip(prompts, texts):
+    rows, where = [], []
+    for k, (prompt, text) in enumerate(zip(prompts, texts)):
         p, c = ar.encode(prompt), ar.encode(text)
         ids = (p + c)[:ar.max_length or None]
         if c and len(ids) > len(p):
             rows.append((ids, len(p)))
-    if not rows:
-        raise ValueError("gen_ppl: every text is empty")
-    nats = count = 0.0
+            where.append(k)
+    out = [(0.0, 0)] * len(texts)
     for i in range(0, len(rows), batch):
         chunk = rows[i:i + batch]
         n = max(len(ids) for ids, _ in chunk)
@@ -64,10 +74,12 @@ def gen_ppl(ar, prompts: list[str], texts: list[str], batch: int = 16) -> float:
             target[r, P:len(ids)] = torch.tensor(ids[P:])
         am = (torch.arange(n)[None, :] < torch.tensor([len(ids) for ids, _ in chunk])[:, None]).long()
         logits = ar(x.to(ar.device), am.to(ar.device)).float().cpu()[:, :-1]       # (b, n-1, V)
-        nats += float(F.cross_entropy(logits.flatten(0, 1), target[:, 1:].flatten(),
-                                      ignore_index=UNSCORED, reduction="sum"))
-        count += int((target[:, 1:] != UNSCORED).sum())
-    return math.exp(nats / count)
+        nll = F.cross_entropy(logits.transpose(1, 2), target[:, 1:], ignore_index=UNSCORED,
+                              reduction="none")                                   # (b, n-1)
+        scored = (target[:, 1:] != UNSCORED).sum(-1)
+        for r in range(len(chunk)):
+            out[where[i + r]] = (float(nll[r].double().sum()), int(scored[r]))
+    return out
 
 
 def speed(out) -> dict:
@@ -80,6 +92,13 @@ def training_vocabulary() -> frozenset[str]:
     """Every word form that occurs in the training plays (lower-cased)."""
     from ..training.corpus import load_plays
     return frozenset(w for text in load_plays("train").values() for w in words(text))
+
+
+def word_counts(texts: list[str], vocabulary: frozenset[str] | None = None) -> list[tuple[int, int]]:
+    """Per text, (words found in the training plays, words): word_validity's parts, kept apart so
+    that an interval can resample the prompts (labkit.eval.intervals)."""
+    vocabulary = training_vocabulary() if vocabulary is None else vocabulary
+    return [(sum(w in vocabulary for w in words(t)), len(words(t))) for t in texts]
 
 
 def word_validity(texts: list[str], vocabulary: frozenset[str] | None = None) -> float:

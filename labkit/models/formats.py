@@ -24,12 +24,16 @@ class PromptFormat:
     prompt: str         # what the model reads before the canvas; "{}" stands for the body
     answer: int         # the canvas: answer tokens
     blanks: str = ""    # "" = a canvas of masks; else the body is the canvas, these characters masks
+    reads: str = ""     # "" = the canvas is the answer; "steps" = (cell, digit) steps laid into the
+                        # question's grid (labkit.tasks.solver.read_steps) before it is scored
 
     def __post_init__(self):
         if re.compile(self.pattern).groups < 1:
             raise ValueError(f"PromptFormat pattern must have a group (the question's body), got {self.pattern!r}")
         if not isinstance(self.answer, int) or self.answer < 1:
             raise ValueError(f"PromptFormat answer must be a token count >= 1, got {self.answer!r}")
+        if self.reads not in ("", "steps"):
+            raise ValueError(f"PromptFormat reads must be '' or 'steps', got {self.reads!r}")
 
     def match(self, text: str) -> tuple[str, str | None] | None:
         """(prompt, in-place canvas text or None) for `text`, or None when it is not this question."""

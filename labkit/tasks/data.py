@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import addition, mirror, reversal, sudoku
+from . import addition, mirror, reversal, solver, sudoku
 from .layouts import KINDS, sudoku_row
 
 TASKS = ("sudoku", "addition", "reversal", "mirror")
@@ -180,7 +180,8 @@ class TaskData:
     of the run seed, each draw a random symmetry of one (held-out grids skipped): every grid the
     masked model sees is complete, with no puzzle; the AR twin gets the same grids as puzzles (a
     pool grid's minimal puzzle, made once per pool grid when first drawn, under the same symmetry,
-    with clues given back up to a count drawn from sudoku.TRAIN_CLUES)."""
+    with clues given back up to a count drawn from sudoku.TRAIN_CLUES); kind "solver" gets the AR
+    twin's puzzles, answered in a solver's order (labkit.tasks.solver)."""
 
     def __init__(self, tokenizer, seed: int, batch_size: int, tasks: tuple = (("sudoku", 1.0),),
                  kind: str = "masked"):
@@ -217,6 +218,11 @@ class TaskData:
         return self._minimal[i]
 
     def _sudoku(self, rng: random.Random) -> tuple[str, int]:
+        grid, puzzle = self._sudoku_pair(rng)
+        return sudoku_row(grid, puzzle, self.kind)
+
+    def _sudoku_pair(self, rng: random.Random) -> tuple[list[int], list[int]]:
+        """(grid, puzzle) of one training row (the masked layout's puzzle is the grid itself)."""
         while True:
             i = rng.randrange(len(self.pool))
             if self.kind == "masked":
@@ -227,7 +233,7 @@ class TaskData:
                 lo, hi = sudoku.TRAIN_CLUES
                 puzzle = sudoku.with_clues(grid, minimal, rng.randint(max(lo, sudoku.clue_count(minimal)), hi), rng)
             if not is_heldout(sudoku.encode_cells(grid)):
-                return sudoku_row(grid, puzzle, self.kind)
+                return grid, puzzle
 
     def _keyed(self, task: str, rng: random.Random) -> tuple[str, str]:
         mod = {"addition": addition, "mirror": mirror}[task]
@@ -239,6 +245,9 @@ class TaskData:
 
     def example(self, task: str, rng: random.Random) -> tuple[str, int]:
         """(row text, first loss position) of one training row."""
+        if task == "sudoku" and self.kind == "solver":
+            grid, puzzle = self._sudoku_pair(rng)
+            return solver.rows([puzzle], [grid])[0]
         if task == "sudoku":
             return self._sudoku(rng)
         if task == "reversal":                       # a fact, trained whole (after its tag)
@@ -252,11 +261,13 @@ class TaskData:
         out = {}
         for task, n in self.rows.items():
             rng = random.Random(f"{self.seed}-{step}-{task}")
-            rows, starts = [], []
-            for _ in range(n):
-                text, start = self.example(task, rng)
-                rows.append(self.ids(text))
-                starts.append(start)
+            if task == "sudoku" and self.kind == "solver":     # the solver's orders, one call per batch
+                pairs = [self._sudoku_pair(rng) for _ in range(n)]
+                examples = solver.rows([p for _, p in pairs], [g for g, _ in pairs])
+            else:
+                examples = [self.example(task, rng) for _ in range(n)]
+            rows = [self.ids(text) for text, _ in examples]
+            starts = [start for _, start in examples]
             x0 = torch.tensor(rows, dtype=torch.long)
             loss = torch.arange(x0.shape[1])[None, :] >= torch.tensor(starts)[:, None]
             out[task] = (x0, loss)

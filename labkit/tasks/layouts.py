@@ -8,6 +8,8 @@ for both twins:
 
     sudoku, masked   S<36 digits>                      answer: the 36 cells
     sudoku, AR       S<36 cells, '.' blank>=<36 digits>   answer: the solution after '='
+    sudoku, solver   S<36 cells, '.' blank>=<cell><digit>...   answer: the blanks in a solver's order
+                                                          (labkit.tasks.solver), '.' fill
     addition         A<5 digits>+<5 digits>=<6 digits>  answer: the sum, most significant digit first
     reversal         R<name>><name>  (or R<name><<name>) answer: the whole fact after the tag
     mirror           C<10 letters>=<10 letters>         answer: the letters reversed
@@ -15,14 +17,15 @@ for both twins:
 `structure(task, kind)` gives the model's structure tables (labkit.models.tiny_net): for Sudoku a
 cell's row, column and 2×3 box (a puzzle cell and its answer cell share them in the AR layout);
 for addition a digit's place value (shared by both operands and the sum). Id 0 means "none" (tags
-and signs). Facts and mirror rows have learned positions only.
+and signs). Facts and mirror rows have learned positions only. The solver layout (kind "solver",
+Sudoku only) keeps the puzzle's ids; its steps name their cells, so their positions carry none.
 """
 from __future__ import annotations
 
 from ..models.formats import PromptFormat
-from . import addition, mirror, reversal, sudoku
+from . import addition, mirror, reversal, solver, sudoku
 
-KINDS = ("masked", "ar")
+KINDS = ("masked", "ar", "solver")   # "solver": an AR layout, Sudoku only
 
 
 def _cells(table) -> list[int]:
@@ -41,6 +44,8 @@ def sudoku_structure(kind: str) -> list[list[int]]:
     (tag + puzzle + '=' + solution, a puzzle cell and its solution cell sharing ids)."""
     if kind == "masked":
         return [[0, *_cells(t)] for t in _sudoku_tables()]
+    if kind == "solver":
+        return [[0, *_cells(t), 0, *[0] * solver.ANSWER] for t in _sudoku_tables()]
     return [[0, *_cells(t), 0, *_cells(t)] for t in _sudoku_tables()]
 
 
@@ -57,11 +62,17 @@ def structure(task: str, kind: str) -> list[list[int]] | None:
     """The structure tables of `task`'s layout for a `kind` model, or None (positions only)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    _check_solver(task, kind)
     if task == "sudoku":
         return sudoku_structure(kind)
     if task == "addition":
         return addition_structure()
     return None
+
+
+def _check_solver(task: str, kind: str) -> None:
+    if kind == "solver" and task != "sudoku":
+        raise ValueError(f"the solver layout is Sudoku's only, got task {task!r}")
 
 
 def sudoku_row(grid: list[int], puzzle: list[int], kind: str) -> tuple[str, int]:
@@ -82,9 +93,12 @@ def prompt_formats(task: str, kind: str) -> list[PromptFormat]:
     reversal   "abcd>": the name after; "abcd<": the name before (reversed order); masked only,
                as an infill of the trained layout: "____>abcd" or "abcd>____"
     mirror     "qwertyuiop": the letters backwards"""
+    _check_solver(task, kind)
     n, w, name, m = sudoku.N, addition.WIDTH, reversal.NAME, mirror.LENGTH
     if task == "sudoku":
         cells = rf"S?([1-{n}.]{{{sudoku.CELLS}}})=?"
+        if kind == "solver":
+            return [PromptFormat(cells, "S{}=", solver.ANSWER, reads="steps")]
         return [PromptFormat(cells, "S", sudoku.CELLS, blanks=".") if kind == "masked"
                 else PromptFormat(cells, "S{}=", sudoku.CELLS)]
     if task == "addition":
@@ -100,7 +114,9 @@ def prompt_formats(task: str, kind: str) -> list[PromptFormat]:
 
 def row_length(task: str, kind: str) -> int:
     """Characters of a training row of `task` for a `kind` model (the model's context)."""
-    return {"sudoku": 1 + sudoku.CELLS + (0 if kind == "masked" else 1 + sudoku.CELLS),
+    _check_solver(task, kind)
+    answer = {"masked": 0, "ar": 1 + sudoku.CELLS, "solver": 1 + solver.ANSWER}[kind]
+    return {"sudoku": 1 + sudoku.CELLS + answer,
             "addition": 1 + 2 * addition.WIDTH + 2 + addition.WIDTH + 1,
             "reversal": 2 + 2 * reversal.NAME,
             "mirror": 2 + 2 * mirror.LENGTH}[task]

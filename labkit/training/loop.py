@@ -60,8 +60,8 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
 
 
 def task_kind(cfg: TrainConfig) -> str:
-    """The layout family of a task model: "masked" or "ar" (labkit.tasks.layouts)."""
-    return "masked" if cfg.objective == "diffusion" else "ar"
+    """The layout family of a task model: "masked", "ar" or "solver" (labkit.tasks.layouts)."""
+    return cfg.kind
 
 
 def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:

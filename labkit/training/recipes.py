@@ -38,6 +38,8 @@ class TrainConfig:
     shift_logits: bool = False     # Dream-style AR adaptation: hidden i-1 predicts token i
     absolute_positions: bool = False   # + learned position embeddings (the task models' fixed layouts)
     tasks: tuple = ()              # data="tasks": ((task, share of batch_size), ...), one model's tasks
+    order: str = "reading"         # an AR Sudoku twin's answer: "reading" (the grid row by row) or
+                                   # "solver" (cell-digit steps in a logic solver's order, labkit.tasks.solver)
     distill: int = 0               # > 0: self-distil on the init model's answers to this many prompts
     distill_length: int = 128      # answer tokens the teacher writes per prompt
     distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
@@ -50,6 +52,11 @@ class TrainConfig:
         self._check_sizes()
         self._check_shares()
         self._check_combinations()
+
+    @property
+    def kind(self) -> str:
+        """The layout family of a task model: "masked", "ar" or "solver" (labkit.tasks.layouts)."""
+        return "masked" if self.objective == "diffusion" else ("solver" if self.order == "solver" else "ar")
 
     def _check_sizes(self) -> None:
         if self.objective not in ("diffusion", "ar"):
@@ -93,6 +100,11 @@ class TrainConfig:
             self._check_tasks()
         elif self.tasks:
             raise ValueError("tasks applies to data='tasks' only")
+        if self.order not in ("reading", "solver"):
+            raise ValueError(f"order must be 'reading' or 'solver', got {self.order!r}")
+        if self.order == "solver" and (self.objective != "ar" or [t for t, _ in self.tasks] != ["sudoku"]):
+            raise ValueError("order='solver' is the AR Sudoku twin's layout: objective='ar', data='tasks', "
+                             "tasks=(('sudoku', 1.0),)")
 
     def _check_tasks(self) -> None:
         from ..tasks import TASKS
@@ -101,7 +113,7 @@ class TrainConfig:
                                                   for t in self.tasks) else None
         if not names or any(t not in TASKS for t in names):
             raise ValueError(f"tasks must be ((task, share), ...) with tasks from {', '.join(TASKS)}, got {self.tasks!r}")
-        kind = "masked" if self.objective == "diffusion" else "ar"
+        kind = self.kind
         if len(names) > 1 and any(structure(t, kind) for t in names):
             raise ValueError(f"tasks {names}: a task with structure tables (sudoku, addition) trains alone")
         longest = max(row_length(t, kind) for t in names)
@@ -137,7 +149,11 @@ def _pair(name: str, masked_len: int, ar_len: int, edit_prob: float = 0.0, **kno
 
 
 RECIPES.update(_pair("sudoku", 37, 74, edit_prob=0.1, tasks=(("sudoku", 1.0),), batch_size=64, steps=6000))
+# the third Sudoku twin: AR, the same shape, data and steps, answering in a logic solver's order
+RECIPES["tiny-sudoku-ar-solver"] = TrainConfig(objective="ar", order="solver", seq_len=94, tasks=(("sudoku", 1.0),),
+                                               batch_size=64, steps=6000, **TASK_SHAPE)
 RECIPES.update(_pair("facts", 22, 22, tasks=(("reversal", 0.8), ("mirror", 0.2)), batch_size=160, steps=6000,
                      weight_decay=0.0))
 RECIPES.update(_pair("add", 19, 19, tasks=(("addition", 1.0),), batch_size=128, steps=8000))
-TASK_MODELS = tuple(name for name, cfg in RECIPES.items() if cfg.data == "tasks")
+TASK_MODELS = tuple(name for name, cfg in RECIPES.items() if cfg.data == "tasks" and cfg.order == "reading")   # pairs
+SOLVER_TWINS = tuple(name for name, cfg in RECIPES.items() if cfg.order == "solver")

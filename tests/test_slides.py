@@ -1,0 +1,139 @@
+"""`labkit slides`: decks built from the notebooks' own cells, cut to be readable (tested without a
+browser; `tests/slides_check.py` opens them in chromium under `make browser-check`)."""
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import io
+import re
+import tarfile
+
+import nbformat
+import pytest
+
+from labkit.cli import slides, vendor
+from labkit.cli.course import ROUTE, SESSIONS, notebook
+
+
+def stored_text(name: str, folder=None) -> str:
+    nb = notebook(name) if folder is None else notebook(name, folder)
+    return "\n".join(o.get("text", "") if o.output_type == "stream" else str(o.get("data", {}).get("text/plain", ""))
+                   for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+@pytest.fixture(scope="module")
+def decks():
+    return {s: slides.session_notebook(s) for s in SESSIONS}
+
+
+def test_every_session_has_a_deck_with_its_stops(decks):
+    for s, deck in decks.items():
+        first = deck.cells[0].source
+        stops = [k for k in ROUTE if k.startswith(s + ".")]
+        assert all(f"**{k}**" in first for k in stops)
+        shown = [k for k in stops if ROUTE[k].notebook]
+        assert [c.source.split(" · ")[0] for c in deck.cells if c.source.startswith("## ") and " · " in
+                c.source.splitlines()[0] and c.source[3:6] in shown] == [f"## {k}" for k in shown]
+        assert all(c.metadata["slideshow"]["slide_type"] == "slide" for c in deck.cells)
+
+
+def test_slides_hold_at_most_max_rows_and_lines(decks):
+    for deck in decks.values():
+        for c in deck.cells:
+            if c.cell_type == "markdown":
+                rows = [ln for ln in c.source.splitlines() if slides.TABLE_ROW.match(ln.strip())
+                        and not slides.SEPARATOR.match(ln.strip())]
+                assert len(rows) <= slides.MAX_ROWS + 1          # the header and at most MAX_ROWS rows
+            else:
+                for o in c.outputs:
+                    if o.output_type == "stream":
+                        assert len(o.text.rstrip("\n").splitlines()) <= slides.MAX_LINES
+
+
+def test_printed_numbers_are_the_stored_outputs(decks):
+    """Every printed line on a slide is a line of its notebook's stored outputs (the same numbers)."""
+    for s, deck in decks.items():
+        stored = "\n".join(stored_text(ROUTE[k].notebook) for k in ROUTE if k.startswith(s + ".") and ROUTE[k].notebook)
+        lines = set(stored.splitlines())
+        for c in deck.cells:
+            for o in c.get("outputs", []):
+                if o.output_type == "stream" and not o.text.startswith("(a live widget"):
+                    assert set(o.text.rstrip("\n").splitlines()) <= lines
+
+
+def test_tables_split_with_their_header():
+    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * i} |" for i in range(19))
+    parts = slides.split_table(table)
+    assert len(parts) == 3 and all(p.startswith("| a | b |\n|---|---|\n") for p in parts)
+    assert sum(len(p.splitlines()) - 2 for p in parts) == 19
+    text = "head\n" + "\n".join(str(i) for i in range(20)) + "\n"
+    pieces = slides.split_lines(text)
+    assert all(p.startswith("head\n") and len(p.splitlines()) <= slides.MAX_LINES for p in pieces)
+    assert [ln for p in pieces for ln in p.splitlines()[1:]] == [str(i) for i in range(20)]
+
+
+def test_long_prose_is_cut_between_sentences_and_items():
+    para = " ".join(f"Sentence {i} has five words." for i in range(40))
+    parts = slides.markdown_slides(para)
+    assert len(parts) > 1 and " ".join(parts) == para
+    assert all(slides.units(p) <= slides.MAX_WORDS for p in parts)
+    zh = "这是一个很长的中文句子，用来检查切分。" * 30
+    assert len(slides.markdown_slides(zh)) > 1
+
+
+def test_wide_code_gets_a_smaller_font():
+    assert slides._width_state("x" * 80) == {}
+    assert slides._width_state("x" * 120) == {"data": {"state": "narrow"}}
+    assert slides._width_state("x" * 400) == {"data": {"state": "narrower"}}
+
+
+def test_chinese_decks_use_the_twins_cells():
+    deck = slides.session_notebook("1", "zh-CN")
+    assert any(re.search(r"[\u4e00-\u9fff]", c.source) for c in deck.cells if c.cell_type == "markdown")
+    en = slides.session_notebook("1")
+    outs = lambda d: [o.get("text") for c in d.cells if c.cell_type == "code" for o in c.outputs]   # noqa: E731
+    assert outs(deck) == outs(en)                  # the twins' outputs are the English ones
+
+
+def test_exported_deck_loads_its_libraries_locally(tmp_path):
+    path = slides.export(slides.session_notebook("1"), tmp_path / "session-1.html")
+    html = path.read_text()
+    srcs = re.findall(r'<(?:script|link)[^>]+(?:src|href)="([^"]+)"', html)
+    assert srcs and all(not s.startswith("http") for s in srcs), [s for s in srcs if s.startswith("http")]
+    assert "vendor/reveal.js/dist/reveal.js" in html and "vendor/mathjax/es5/tex-chtml-full.js" in html
+    assert html.count("<section") >= len(slides.session_notebook("1").cells)
+
+
+def _tarball(files: dict) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_vendor_checks_integrity_and_keeps_only_what_decks_load(tmp_path):
+    data = _tarball({"package/dist/reveal.js": b"ok", "package/README.md": b"no", "package/../evil": b"x"})
+    good = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+    vendor.check_integrity(data, good)
+    with pytest.raises(ValueError, match="sha512"):
+        vendor.check_integrity(data + b"!", good)
+    pkg = vendor.Package("reveal.js", "0", good, ("dist/reveal.js",))
+    assert vendor.unpack(data, pkg, tmp_path) == 1
+    assert (tmp_path / "dist" / "reveal.js").read_bytes() == b"ok" and not (tmp_path / "README.md").exists()
+    assert gzip.decompress(data)                                  # a real gzip tarball
+
+
+def test_bad_language_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="lang must be one of"):
+        slides.build(tmp_path, lang="fr", vendor=False)
+    with pytest.raises(ValueError, match="session must be one of"):
+        slides.session_notebook("4")
+
+
+def test_nbformat_valid(decks):
+    for deck in decks.values():
+        nbformat.validate(deck)
