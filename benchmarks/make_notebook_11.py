@@ -198,6 +198,15 @@ for what, (x, y) in (("objective: one order (left to right), masked weights - AR
 """)
 
 md("""
+Read the four lines: the first is the training objective's share of the lead (one order for both),
+the second the order's share on the same masked weights. The third is the published control, an AR
+model taught a solver's order: at the twins' size and budget it gains little over left to right here,
+so this lab does not reproduce that control's recovery on 9×9 (it had the same steps as the other two,
+and its step positions carry no row, column or box embedding: it learns each cell's place from its
+name). The fourth line is what the masked model's own choice of order still holds over it.
+""")
+
+md("""
 ## 2 · Draft and edit, where every edit can be checked
 
 `tiny-sudoku` was also trained to **repair** a written cell: during training some written cells were

@@ -370,8 +370,12 @@ print(f"mean rollout reward, first tenth of steps {k['reward_tenths'][0]:.3f}, l
 for name, e in (("tiny", k["before"]), ("after RL", k["after"])):
     lo, hi = e["all_words_ci95"]
     rates = ", ".join(f"{w} {v:.0%}" for w, v in e["word_rates"].items())
+    glo, ghi = e["gen_ppl_ci95"]
     print(f"{name:>9}: all three {e['all_words']:.1%} [{lo:.1%}, {hi:.1%}] of {e['n']} | {rates} | "
-          f"gen-PPL {e['gen_ppl']:.2f}, distinct-2 {e['distinct_2']:.3f}")
+          f"gen-PPL {e['gen_ppl']:.2f} [{glo:.2f}, {ghi:.2f}], distinct-2 {e['distinct_2']:.3f}")
+r, lo, hi = k["gen_ppl_ratio"]
+print(f"gen-PPL after / before on the same prompts: {r:.3f} [{lo:.3f}, {hi:.3f}] -> "
+      + ("within noise" if lo <= 1 <= hi else "lower after RL" if hi < 1 else "higher after RL"))
 print("after RL, a sample:", repr(k["after"]["examples"][0]))
 """)
 

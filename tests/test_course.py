@@ -409,7 +409,9 @@ def test_stop_1_5_reads_notebook_04s_six_prompts_and_the_96_of_notebook_03():
     gap = float(six[3]) - float(six[1])
     says(stop_text("3.2"), f"S mode is the faster, {six[0]} tokens per forward against {six[2]}",
          f"slightly lower, {six[1]} against {six[3]}", f"lowest gen-PPL of the grid, {low}",
-         f"96 prompts, {ninety_six[0]} against {ninety_six[1]}", f"a gap of {gap:.2f}")
+         f"96 prompts, {ninety_six[0]} against {ninety_six[1]}", f"the gap of {gap:.2f} is within noise")
+    verdicts = dict(re.findall(r"^(\d+) prompts: gen-PPL S / Q [\d.]+, 95% interval \[[\d.]+, [\d.]+\] -> (.+)$", out, re.M))
+    assert verdicts == {"6": "within noise", "96": "Q lower"}, verdicts     # "beyond noise" on 96, not on 6
     plain = printed(nb, "plain = lk.load(\"tiny\")")
     tpf, edits = re.search(r"TPF ([\d.]+), (\d+) edits", plain).groups()
     assert float(tpf) < 1

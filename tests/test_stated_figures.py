@@ -199,7 +199,21 @@ def test_nb03_saved_run_prose_reads_samplers_and_recipe_sweep():
     assert "CAP alone" not in prose
 
     # the comparisons: tiny's thresholds, Fast-dLLM's finding, LLaDA2.1's ordering, τ 0.7 / 0.5 without edits
-    assert "within 10% of its gen-PPL" in prose and all(_ratio(saved, r) < 1.1 for r in ("threshold_0.9", "threshold_0.7"))
+    from labkit.bench.samplers import per_prompt
+    from labkit.eval.intervals import paired_ratio
+    pair = lambda res, a, b: paired_ratio(per_prompt(res[a]), per_prompt(res[b]))         # noqa: E731
+    fmt = lambda r: f"{r[0]:.3f} [{r[1]:.3f}, {r[2]:.3f}]"                                  # noqa: E731
+    t9, t7 = pair(saved, "threshold_0.9", "low_confidence_1tok"), pair(saved, "threshold_0.7", "low_confidence_1tok")
+    says(prose, f"τ 0.9 {fmt(t9)}, within noise", f"τ 0.7 {fmt(t7)}")
+    assert t9[1] <= 1 <= t9[2] and not t7[1] <= 1 <= t7[2]
+    for a, b in (("threshold_0.93", "low_confidence_2tok"), ("threshold_0.9", "low_confidence_2tok"),
+                 ("factor_1.0", "low_confidence_4tok"), ("draft_edit_quality", "low_confidence_4tok")):
+        r = pair(cap, a, b)
+        says(prose, fmt(r))
+        assert r[2] < 1                                                  # "beyond noise": the interval lies under 1
+    sq = pair(cap, "draft_edit_speed", "draft_edit_quality")
+    says(prose, f"S over Q {fmt(sq)}, beyond noise")
+    assert sq[1] > 1
     assert "TPF stays below 1.2" in prose and max(r["tpf"] for k, r in saved.items() if k.startswith("threshold")) < 1.2
     says(prose, f"beat the fixed 2-per-step schedule ({_ratio(cap, 'low_confidence_2tok'):.2f}×)",
          f"beat the fixed 4 per step ({_ratio(cap, 'low_confidence_4tok'):.2f}×)",
@@ -510,6 +524,9 @@ def test_nb06_prose_reads_its_outputs_and_controls_json():
          f"all three words in {m['boost_only']['hit_all_3']:.1%}", f"two or more in {m['boost_only']['hit_at_least_2']:.0%}",
          f"costs the most ({m['boost_only']['gen_ppl_ratio']:.2f}×)")
     assert m["place"]["gen_ppl_ratio"] <= 1.5 < m["boost"]["gen_ppl_ratio"] < m["boost_only"]["gen_ppl_ratio"]
+    pl, bo = m["place"]["gen_ppl_ratio_ci95"], m["boost"]["gen_ppl_ratio_ci95"]
+    says(prose, f"its 95% interval, [{pl[0]:.2f}, {pl[1]:.2f}], lies under it", f"[{bo[0]:.2f}, {bo[1]:.2f}] holds 1.5")
+    assert pl[1] < 1.5 and bo[0] <= 1.5 <= bo[1]
 
     kept = re.findall(r"^kept (\w+):", output(nb, 'template = "Good my lord'), re.M)
     assert kept == ["True"] * 3 and "byte for byte in all three samples" in markdown(nb, "Only the gap positions")
@@ -600,13 +617,26 @@ def test_notebook_04s_editing_prose_reads_its_runs_and_draft_edit_json():
          f"lands at {m['S']['gen_ppl']:.1f} with {m['S']['tpf']:.1f} tokens per forward",
          f"{m['Q']['gen_ppl']:.1f} against {m['threshold 0.7 (no edits)']['gen_ppl']:.1f}, at {m['Q']['tpf']:.1f} tokens "
          f"per forward instead of {m['threshold 0.7 (no edits)']['tpf']:.1f}",
-         f"gen-PPL {m['S + MBE']['gen_ppl']:.2f} against {m['S']['gen_ppl']:.2f}, at {m['S + MBE']['tpf']:.1f}",
+         f"from {m['S']['gen_ppl']:.2f} to {m['S + MBE']['gen_ppl']:.2f} (at {m['S + MBE']['tpf']:.1f}",
          f"from {cap['draft_edit_speed']['gen_ppl']:.2f} to {cap['draft_edit_speed_mbe']['gen_ppl']:.2f}",
          f"from {cap['draft_edit_quality']['gen_ppl']:.2f} to {cap['draft_edit_quality_mbe']['gen_ppl']:.2f}")
     assert m["Q + MBE"] == m["Q"] and "the same figures to the last digit" in prose
     assert max(abs(round(cap[f"draft_edit_{k}"]["tpf"], 2) - round(cap[f"draft_edit_{k}_mbe"]["tpf"], 2))
                for k in ("speed", "quality")) <= 0.01 + 1e-9                          # "within 0.01", as printed
-    assert "helped S mode a little" in prose and m["S + MBE"]["gen_ppl"] < m["S"]["gen_ppl"]
+    from labkit.bench.samplers import per_prompt
+    from labkit.eval.intervals import paired_ratio
+    fmt = lambda a, b: "{:.3f} [{:.3f}, {:.3f}]".format(*paired_ratio(per_prompt(a), per_prompt(b)))   # noqa: E731
+    says(prose, f"τ 0.5 alone scores {fmt(m['threshold 0.5 (no edits)'], m['S'])} times",
+         f"τ 0.7 alone {fmt(m['threshold 0.7 (no edits)'], m['Q'])} times",
+         f"a ratio of {fmt(m['S + MBE'], m['S'])}: within noise",
+         f"both within noise ({fmt(cap['draft_edit_speed_mbe'], cap['draft_edit_speed'])} and "
+         f"{fmt(cap['draft_edit_quality_mbe'], cap['draft_edit_quality'])})")
+    for a, b in ((m["S + MBE"], m["S"]), (cap["draft_edit_speed_mbe"], cap["draft_edit_speed"]),
+                 (cap["draft_edit_quality_mbe"], cap["draft_edit_quality"])):
+        _, lo, hi = paired_ratio(per_prompt(a), per_prompt(b))
+        assert lo <= 1 <= hi                                                  # "within noise"
+    for a, b in ((m["threshold 0.5 (no edits)"], m["S"]), (m["threshold 0.7 (no edits)"], m["Q"])):
+        assert paired_ratio(per_prompt(a), per_prompt(b))[1] > 1              # "beyond noise"
 
     grid = {(r["m2t"], r["t2t"]): r for r in saved["sweep"]}
     s, q = grid[0.5, 0.0], grid[0.7, 0.5]
@@ -622,7 +652,15 @@ def test_notebook_04s_editing_prose_reads_its_runs_and_draft_edit_json():
          f"τ_M2T {low['m2t']} / τ_T2T {low['t2t']} has the lowest gen-PPL of the grid ({low['gen_ppl']:.2f})",
          f"at {low['tpf']:.2f} tokens per forward: faster than Q mode, slower than S mode",
          f"gen-PPL {cap['draft_edit_speed']['gen_ppl']:.2f} for S mode, {cap['draft_edit_quality']['gen_ppl']:.2f} for Q mode",
-         f"a gap of {q['gen_ppl'] - s['gen_ppl']:.2f} in gen-PPL")
+         "on 6 prompts not told apart from either preset")
+    from labkit.bench.samplers import per_prompt
+    from labkit.eval.intervals import paired_ratio
+    pair = lambda a, b: paired_ratio(per_prompt(a), per_prompt(b))                     # noqa: E731
+    six, ninety_six = pair(s, q), pair(cap["draft_edit_speed"], cap["draft_edit_quality"])
+    says(prose, "within noise: S over Q {:.3f} [{:.3f}, {:.3f}]".format(*six),
+         "S over Q {:.3f} [{:.3f}, {:.3f}], beyond noise".format(*ninety_six))
+    assert six[1] <= 1 <= six[2] and ninety_six[1] > 1
+    assert all(pair(low, x)[1] <= 1 <= pair(low, x)[2] for x in (s, q))
     assert q["tpf"] < low["tpf"] < s["tpf"] and low["gen_ppl"] < min(s["gen_ppl"], q["gen_ppl"])
     assert "seed 00" not in "".join(c.source for c in nb.cells)
 

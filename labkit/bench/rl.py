@@ -357,8 +357,10 @@ prompts × {c['group']} rollouts a step, {c['steps']} steps, the ELBO surrogate,
 {k['train_seconds'] / 60:.1f} min on two threads; {k['signal_rows']:.1f} of {rows} rollouts a step carried a
 signal). On {a['n']} held-out prompts, one sample each: answers holding every word {ci(b)} → {ci(a)}; mean reward
 {b['reward']:.3f} → {a['reward']:.3f}; each word: {rates}; gen-PPL under `tiny-ar` {b['gen_ppl']:.2f} →
-{a['gen_ppl']:.2f}, distinct-2 {b['distinct_2']:.3f} → {a['distinct_2']:.3f}. The run's mean rollout reward over its first
-and last tenth of steps: {k['reward_tenths'][0]:.3f} → {k['reward_tenths'][1]:.3f}. {_keyword_verdict(k)} The policy is not
+{a['gen_ppl']:.2f} (after / before {k['gen_ppl_ratio'][0]:.3f} [{k['gen_ppl_ratio'][1]:.3f},
+{k['gen_ppl_ratio'][2]:.3f}], 95% bootstrap over the prompts), distinct-2 {b['distinct_2']:.3f} →
+{a['distinct_2']:.3f}. The run's mean rollout reward over its first and last tenth of steps:
+{k['reward_tenths'][0]:.3f} → {k['reward_tenths'][1]:.3f}. {_keyword_verdict(k)} The policy is not
 committed as a model: it is a lesson in what a reward asks for (the words, whatever the sense), not a
 better writer.
 """
@@ -368,8 +370,10 @@ def _keyword_verdict(k: dict) -> str:
     """What the figures say, worded from them: the reward rose, and whether the text got more repetitive."""
     b, a = k["before"], k["after"]
     rose = "rose" if a["reward"] > b["reward"] + 0.05 else "did not rise"
+    lower = k["gen_ppl_ratio"][2] < 1                   # the interval of after / before lies below 1
     rep = ("the text repeats more (distinct-2 fell), so its lower gen-PPL is repetition the judge finds easy, not"
-           " better text" if a["distinct_2"] < b["distinct_2"] and a["gen_ppl"] < b["gen_ppl"] else
+           " better text" if a["distinct_2"] < b["distinct_2"] and lower else
+           "gen-PPL moved within noise" if k["gen_ppl_ratio"][1] <= 1 <= k["gen_ppl_ratio"][2] else
            "read the samples in notebook 12 for what the words cost")
     return f"The reward {rose}; {rep}."
 

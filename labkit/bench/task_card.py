@@ -37,20 +37,25 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
     cfg = training["config"]
     recipe = training.get("rl", {}).get("config", {}).get("init_from", model)
     tasks = [t for t, _ in cfg["tasks"]]
-    kind = "ar" if cfgm.get("is_causal") else "masked"
+    kind = "masked" if not cfgm.get("is_causal") else ("solver" if cfg.get("order") == "solver" else "ar")
     with safe_open(folder / "model.safetensors", "pt") as f:
         size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys() if k != "structure_ids")
     mb = (folder / "model.safetensors").stat().st_size / 1e6
-    what = "causal (the AR twin)" if kind == "ar" else "bidirectional masked-diffusion"
-    structure = {"sudoku": "row, column and box embeddings (a puzzle cell and its answer cell share them)"
-                 if kind == "ar" else "row, column and box embeddings per cell",
+    what = {"ar": "causal (the AR twin)", "solver": "causal (the AR twin in a solver's order)",
+            "masked": "bidirectional masked-diffusion"}[kind]
+    structure = {"sudoku": {"ar": "row, column and box embeddings (a puzzle cell and its answer cell share them)",
+                            "solver": "row, column and box embeddings on the puzzle's cells (the steps name "
+                                      "their cells instead)",
+                            "masked": "row, column and box embeddings per cell"}[kind],
                  "addition": "a place-value embedding per digit (shared by both operands and the sum)"}
     extra = "; ".join(structure[t] for t in tasks if t in structure)
     hist = training["loss_history"]
     loss = ("the masked objective with the number of masks k uniform over the answer, each row's loss / k"
             + (f", and T2T repair: each written cell replaced by noise with probability {cfg['edit_prob']}, "
                "every written cell taught its clean digit" if cfg.get("edit_prob") else "")
-            if kind == "masked" else "next-token cross-entropy on the answer")
+            if kind == "masked" else "next-token cross-entropy on the answer"
+            + (": the blanks as (cell, digit) steps in the order of a solver that always fills a forced cell "
+               "first (labkit.tasks.solver), then '.' fill" if kind == "solver" else ""))
     return [
         f"# labkit `{model}`: a tiny {what} LM for {', '.join(tasks)}",
         "",
@@ -66,7 +71,9 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
         "",
         "## Questions (`labkit.generate(lm, question)`; labkit.tasks.layouts)",
         *(f"- `{f.pattern}` → reads `{f.prompt}`, " + (f"solved in place ({f.answer} cells, '{f.blanks}' blank)"
-          if f.blanks else f"answers {f.answer} characters") for t in tasks for f in prompt_formats(t, kind)),
+          if f.blanks else f"answers {f.answer} characters" + (", read as (cell, digit) steps into the grid"
+                                                               if f.reads == "steps" else ""))
+          for t in tasks for f in prompt_formats(t, kind)),
         "",
         "## Data (`labkit.tasks`, built in code from a seed; one token per character)",
         *(f"- {DATA[t]}" for t in tasks),

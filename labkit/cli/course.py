@@ -53,7 +53,7 @@ ROUTE = {
         ("cell", "A 6×6 Sudoku (digits 1–6"), ("cell", "runs = {k: lk.generate(sd, puzzles, rule, seed=SEED)"),
         ("cell", "One run seen whole"), ("cell", "lk.viz.commit_grid("), ("cell", "Over every held-out puzzle"),
         ("cell", 'print(tables.table(result, "sudoku", "sudoku"))'),
-        ("cell", 'best = tables.best_order(result, "sudoku", "sudoku")'))),
+        ("cell", 'best = tables.best_order(result, "sudoku", "sudoku")'), ("cell", "Read the four lines"))),
     "2.3": Stop("10_train_from_scratch.ipynb", (
         ("section", "The masked loss by hand"), ("section", "Where the 1/t comes from"),
         ("cell", "The curves side by side"), ("cell", "lk.viz.loss_figure("),

@@ -15,7 +15,8 @@ from .handle import DLM, Denoiser
 
 EMBEDDED = {name: name for name in (                   # name → folder under labkit/weights/
     "tiny", "tiny-ar", "tiny-cap",                                                   # Shakespeare
-    "tiny-sudoku", "tiny-sudoku-ar", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar",   # labkit.tasks
+    "tiny-sudoku", "tiny-sudoku-ar", "tiny-sudoku-ar-solver",                        # labkit.tasks
+    "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar",
     "tiny-sudoku-rl", "tiny-sudoku-ar-rl")}                                                      # after RL
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
 EOT_TOKEN_STRINGS = ("<|eot_id|>",       # end of turn: LLaDA's Llama-style template
