@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, SECTION_END, SECTION_START, curve_configs, models_section, targets
+from labkit.bench.tasks import SOLVER_LABEL
 from labkit.models.load import model_folder
 from labkit.training.rl import RL_RECIPES, same_config
 
@@ -21,7 +22,9 @@ def rl():
 
 def test_the_starting_rows_are_tasks_json_rows_and_every_rule_ran_after(rl):
     tasks = json.loads((RESULTS / "tasks.json").read_text())["pairs"]["sudoku"]["runs"]
-    assert rl["runs"]["start"] + [rl["runs"]["ar_start"]] == tasks
+    solver = [r for r in tasks if r["label"] == SOLVER_LABEL]          # the third Sudoku model, outside RL
+    assert len(solver) == 1 and solver[0]["model"] == "tiny-sudoku-ar-solver"
+    assert rl["runs"]["start"] + [rl["runs"]["ar_start"]] == [r for r in tasks if r["label"] != SOLVER_LABEL]
     assert [r["label"] for r in rl["runs"]["rl"]] == [r["label"] for r in rl["runs"]["start"]]
     assert all(r["tasks"]["sudoku"]["n"] == 600 for r in rl["runs"]["rl"] + [rl["runs"]["ar_rl"]])
 
