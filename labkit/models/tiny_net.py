@@ -43,6 +43,8 @@ class TinyDLMConfig(PretrainedConfig):
                  structure: list | None = None,     # [[id per position], ...]: + one embedding table each
                                                     # (0 = none); e.g. a Sudoku cell's row, column, box
                  prompt_formats: list | None = None,  # a task model's questions (models.formats), as dicts
+                 block_size: int = 0,               # > 0: block-causal attention (LLaDA2.x, BD3-LM): a position
+                                                    # sees its own block and the blocks before it
                  mask_token_id: int | None = None,
                  tie_word_embeddings: bool = True,
                  **kwargs):
@@ -63,6 +65,10 @@ class TinyDLMConfig(PretrainedConfig):
                 raise ValueError(f"structure: each table gives an id >= 0 to at most max_position_embeddings="
                                  f"{max_position_embeddings} positions, got {len(t)} ids (min {min(t, default=0)})")
         self.prompt_formats = prompt_formats
+        if not isinstance(block_size, int) or block_size < 0 or (block_size and is_causal):
+            raise ValueError(f"block_size must be 0 (full attention) or a block length >= 1 on a non-causal "
+                             f"model, got {block_size!r} (is_causal={is_causal})")
+        self.block_size = block_size
         self.mask_token_id = mask_token_id
         super().__init__(tie_word_embeddings=tie_word_embeddings, **kwargs)
 
@@ -206,6 +212,9 @@ class TinyDLM(PreTrainedModel):
         mask = None
         if attention_mask is not None:                      # (B, ≥L) 1 = real token, 0 = padding
             mask = attention_mask.bool()[:, None, None, :L]  # (B, 1, 1, L): keys a query may see
+        if getattr(self.config, "block_size", 0):            # block-causal: keys in the query's block or before
+            mask = block_causal_mask(start, W, L, self.config.block_size, input_ids.device) if mask is None \
+                else mask & block_causal_mask(start, W, L, self.config.block_size, input_ids.device)
         if past is not None and self.config.is_causal:      # window query i sees keys <= start + i
             ar = torch.arange(L, device=input_ids.device)
             causal = ar[None, :] <= (start + torch.arange(W, device=input_ids.device))[:, None]  # (W, L)
@@ -232,6 +241,16 @@ class TinyDLM(PreTrainedModel):
             return torch.arange(start, start + W, device=device)
         pos = (attention_mask.long().cumsum(-1) - 1).clamp_min(0)          # (B, ≥L)
         return pos[:, start:start + W]
+
+
+def block_causal_mask(start: int, W: int, L: int, block: int, device=None) -> torch.Tensor:
+    """(W, L) bool: query start+i may see key j when j's block is the query's block or an earlier one,
+    blocks of `block` positions counted from position 0 of the input (left padding included, so a
+    prompt that should end on a block boundary is padded to one). Keys of earlier blocks never see a
+    later block, so their keys and values are final once their block is: a prefix KV cache is exact."""
+    q = (start + torch.arange(W, device=device)) // block                  # (W,) each query's block
+    k = torch.arange(L, device=device) // block                             # (L,)
+    return k[None, :] <= q[:, None]
 
 
 def register() -> None:

@@ -1,0 +1,91 @@
+"""Block-causal attention in labkit's TinyDLM (config block_size > 0; LLaDA2.x, BD3-LM): the mask
+entry by entry, the independence of a block from every later one, and the exact prefix / dual KV
+cache it gives (decoding with the cache token-identical to decoding without)."""
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+import torch
+
+import labkit as lk
+from labkit.models.kv_cache import DualCache, PrefixCache
+from labkit.models.tiny_net import TinyDLM, TinyDLMConfig, block_causal_mask
+
+
+def small(block_size: int, **kw) -> TinyDLM:
+    torch.manual_seed(0)
+    cfg = TinyDLMConfig(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                        max_position_embeddings=64, block_size=block_size, mask_token_id=2, pad_token_id=0,
+                        eos_token_id=1, **kw)
+    return TinyDLM(cfg).eval()
+
+
+def test_the_mask_entry_by_entry():
+    m = block_causal_mask(0, 7, 7, 3)
+    want = [[1, 1, 1, 0, 0, 0, 0]] * 3 + [[1, 1, 1, 1, 1, 1, 0]] * 3 + [[1] * 7]
+    assert m.int().tolist() == want
+    assert block_causal_mask(4, 3, 7, 3).int().tolist() == want[4:]        # a window at 4 sees the same keys
+    assert block_causal_mask(0, 5, 5, 1).int().tolist() == torch.ones(5, 5).tril().int().tolist()   # block 1: causal
+
+
+def test_a_block_never_sees_a_later_one():
+    net = small(4)
+    x = torch.randint(3, 40, (2, 12))
+    y = x.clone()
+    y[:, 8:] = torch.randint(3, 40, (2, 4))                                 # change the last block only
+    with torch.no_grad():
+        a, b = net(x).logits, net(y).logits
+    assert torch.allclose(a[:, :8], b[:, :8], atol=1e-6) and not torch.allclose(a[:, 8:], b[:, 8:])
+    full = small(0)
+    with torch.no_grad():
+        assert not torch.allclose(full(x).logits[:, :8], full(y).logits[:, :8])   # full attention does see it
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5])
+def test_bad_block_size_is_refused(bad):
+    with pytest.raises(ValueError, match="block_size must be"):
+        TinyDLMConfig(block_size=bad)
+    with pytest.raises(ValueError, match="block_size must be"):
+        TinyDLMConfig(block_size=4, is_causal=True)
+
+
+@pytest.mark.parametrize("cache", [PrefixCache, DualCache])
+def test_the_cache_is_exact_for_a_block_model_only(cache):
+    """A block's second step through the cache against the full forward: equal logits on a block
+    model; on a full-attention model the reused K/V are stale (the control that this test can fail)."""
+    from labkit.models.handle import DLM
+    for block_size, exact in ((4, True), (0, False)):
+        net = small(block_size)
+        with torch.no_grad():
+            for p in net.parameters():
+                p.mul_(20)                                                   # attention that is far from uniform
+        lm = DLM(net=net, tokenizer=None, mask_id=2, eos_id=1, pad_id=0, kind="masked", name=f"b{block_size}")
+        x = torch.randint(3, 40, (2, 16))
+        x[:, 8:] = 2                                                         # blocks 3 and 4 masked
+        wrapped = cache(lm)
+        wrapped.begin_block(8, 12)
+        wrapped(x)                                                           # the block's first (full) pass
+        x[:, 8:10] = torch.randint(3, 40, (2, 2))                            # two commits in the block
+        got = wrapped(x)[:, 8:12].clone()
+        with torch.no_grad():
+            want = net(x).logits[:, 8:12]
+        assert torch.allclose(got, want, atol=1e-4) == exact, (block_size, (got - want).abs().max())
+
+
+@pytest.mark.parametrize("cache", [PrefixCache, DualCache])
+@pytest.mark.parametrize("rule", ["low_confidence", "threshold", "speed"])
+def test_cached_block_decoding_is_token_identical(cache, rule):
+    net = small(4)
+    tok = lk.load("tiny-sudoku").tokenizer                                  # a character tokenizer, 77 ids
+    net = TinyDLM(TinyDLMConfig(**{**net.config.to_dict(), "vocab_size": len(tok), "mask_token_id": tok.mask_token_id,
+                                   "pad_token_id": tok.pad_token_id, "eos_token_id": tok.eos_token_id})).eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        net.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        lm = lk.load(tmp)
+    prompts = ["abcdefgh", "12345678"]                                       # 8 characters: two whole blocks
+    knobs = dict(gen_length=16, block_length=4, steps=16, seed=0)
+    plain = lk.generate(lm, prompts, rule, **knobs)
+    cached = lk.generate(cache(lm), prompts, rule, **knobs)
+    assert torch.equal(plain.ids, cached.ids)
