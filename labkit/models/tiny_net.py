@@ -233,6 +233,30 @@ class TinyDLM(PreTrainedModel):
         return self.lm_head(self.norm(x)), kvs              # (B, W, V)
 
 
+    def run_two_streams(self, noisy: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
+        """Block-diffusion training in one pass (BD3-LM, LLaDA2.x): the noisy canvas and the clean
+        sequence side by side (2L positions, each half at positions 0..L-1 for RoPE). A noisy block
+        sees itself and the clean blocks before it; the clean stream is causal by block. Returns the
+        noisy stream's unshifted logits (B, L, V): block k's are those of a plain forward of the
+        clean blocks before k followed by noisy block k."""
+        b = getattr(self.config, "block_size", 0)
+        if not b:
+            raise ValueError("run_two_streams needs a block model (config block_size > 0)")
+        if self.config.absolute_positions or len(self.structure):
+            raise ValueError("run_two_streams: the task models' position tables are not supported")
+        B, L = noisy.shape
+        hd = self.config.hidden_size // self.config.num_attention_heads
+        cos, sin = rope_tables(L, hd, self.config.rope_theta, noisy.device)          # (L, hd/2)
+        cos, sin = torch.cat([cos, cos]), torch.cat([sin, sin])                       # (2L, hd/2)
+        blk = torch.arange(L, device=noisy.device) // b
+        same, before = blk[:, None] == blk[None, :], blk[None, :] < blk[:, None]     # (L, L): [query, key]
+        mask = torch.cat([torch.cat([same, before], 1),                              # noisy queries
+                          torch.cat([torch.zeros_like(same), same | before], 1)])     # clean queries
+        x = self.embed(torch.cat([noisy, clean], 1))                                  # (B, 2L, D)
+        for layer in self.layers:
+            x, _ = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x[:, :L]))                                      # (B, L, V)
+
     def layout_positions(self, attention_mask: torch.Tensor | None, start: int, W: int, device) -> torch.Tensor:
         """Positions start .. start+W-1 counted from each row's first real token: (W,) without an
         attention mask, else (B, W) (left padding shifts a row's text, not its positions). The

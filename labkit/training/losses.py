@@ -104,6 +104,25 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
     return loss
 
 
+def block_diffusion_loss(model, x0: torch.Tensor, mask_id: int, *, eps: float = EPS,
+                         generator: torch.Generator | None = None) -> torch.Tensor:
+    """Block diffusion (BD3-LM; LLaDA2.x's training): x0 (B, L) cut into the model's blocks, each block
+    of each row masked at its own rate t ~ U(eps, 1), every block denoised from the clean blocks
+    before it in one pass (`TinyDLM.run_two_streams`); cross-entropy on masked positions weighted by
+    1/t of their block, averaged over all B·L tokens: a bound on the NLL (in nats per token), the
+    sum over blocks of each block's masked-diffusion bound given the clean blocks before it."""
+    B, L = x0.shape
+    b = model.config.block_size
+    nblocks = -(-L // b)
+    t = eps + (1 - eps) * torch.rand(B, nblocks, generator=generator).to(x0.device)   # (B, blocks)
+    t_pos = t.repeat_interleave(b, dim=1)[:, :L]                                       # (B, L)
+    masked = torch.rand(B, L, generator=generator).to(x0.device) < t_pos
+    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
+    logits = model.run_two_streams(xt, x0)                                              # (B, L, V)
+    nll = F.cross_entropy(logits[masked].float(), x0[masked], reduction="none")         # (M,)
+    return (nll / t_pos[masked]).sum() / (B * L)
+
+
 def answer_mask(x0: torch.Tensor, prompt_lengths: torch.Tensor | None = None,
                 answer: torch.Tensor | None = None) -> torch.Tensor:
     """The (B, L) bool mask of answer positions, from per-row `prompt_lengths` (B,) or given as
