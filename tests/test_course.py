@@ -23,7 +23,7 @@ import nbformat
 from notebook_cells import code_cell
 from notebook_cells import output as printed
 
-from labkit.cli.course import ROUTE, SESSIONS, Stop, course_stops, notebook, pieces, shown_pieces  # noqa: F401
+from labkit.cli.course import ROUTE, SESSIONS, course_stops, notebook, stop_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -99,12 +99,7 @@ def measure(stop_id: str, course_text: str | None = None) -> dict:
     asks = len(re.findall(r"^- \*\*Ask:\*\*", text, re.M))
     if stop.notebook:
         nb = notebook(stop.notebook)
-        seen = []
-        for selector in stop.shown:
-            for p in shown_pieces(nb, selector):
-                if not any(p is q for q in seen):
-                    seen.append(p)
-        for _, kind, x in seen:
+        for _, kind, x in stop_pieces(nb, stop.shown):
             rows += table_rows(kind, x)
             if kind == "markdown":
                 md += words(x)

@@ -102,7 +102,7 @@ def test_exported_deck_loads_its_libraries_locally(tmp_path):
     srcs = re.findall(r'<(?:script|link)[^>]+(?:src|href)="([^"]+)"', html)
     assert srcs and all(not s.startswith("http") for s in srcs), [s for s in srcs if s.startswith("http")]
     assert "vendor/reveal.js/dist/reveal.js" in html and "vendor/mathjax/es5/tex-chtml-full.js" in html
-    assert html.count("<section") >= len(slides.session_notebook("1").cells)
+    assert html.count("<section") == 2 * len(slides.session_notebook("1").cells)     # each slide: outer and inner section
 
 
 def _tarball(files: dict) -> bytes:

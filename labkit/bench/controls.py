@@ -22,7 +22,7 @@ from .. import defaults
 from ..controls import Infill, Keywords, ReNoise, contains_word
 from ..decode import generate
 from ..eval.intervals import paired_ratio
-from ..eval.metrics import gen_nats, gen_ppl
+from ..eval.metrics import gen_nats, ppl_of
 from ..training.prompts import heldout_lines, sample_prompts
 
 # Nouns among the most frequent words of the held-out plays (The Tempest, Macbeth), counted
@@ -79,8 +79,9 @@ def bench_keywords(lm, ar, triples, *, method: str = "place", samples: int = 4, 
     hits = [sum(contains_word(t, w) for w in words) for t, (_, words) in zip(texts, rows)]
     k = len(triples[0]) if triples else 3
     ps = [p for p, _ in rows]
-    ratio, lo, hi = paired_ratio(gen_nats(ar, ps, texts), gen_nats(ar, ps, free))   # samples paired by seed
-    ppl, ppl_free = gen_ppl(ar, ps, texts), gen_ppl(ar, ps, free)
+    nats, nats_free = gen_nats(ar, ps, texts), gen_nats(ar, ps, free)
+    ratio, lo, hi = paired_ratio(nats, nats_free)                                    # samples paired by seed
+    ppl, ppl_free = ppl_of(nats), ppl_of(nats_free)
     return {"method": method, "triples": len(triples), "samples": len(texts),
             "hit_at_least_2": round(sum(h >= 2 for h in hits) / len(hits), 4),
             "hit_all_3": round(sum(h >= k for h in hits) / len(hits), 4),
@@ -121,11 +122,13 @@ def bench_edit(lm, ar, *, n: int = 24, ratio: float = 0.3, seed: int = 0, sample
                         steps=n_tokens, seed=seed + i).text
         renoise_texts.append(text)
         renoise_kept.append(edit.pattern(lm).fullmatch(text) is not None)
-    original, nats_original = gen_ppl(ar, prompts, lines), gen_nats(ar, prompts, lines)
+    nats_original = gen_nats(ar, prompts, lines)
+    original = ppl_of(nats_original)
     for name, texts, kept in (("infill", infill_texts, infill_kept), ("renoise", renoise_texts, renoise_kept)):
-        ratio_ci = paired_ratio(gen_nats(ar, prompts, texts), nats_original)[1:]      # each line with its edit
+        nats = gen_nats(ar, prompts, texts)
+        ratio_ci = paired_ratio(nats, nats_original)[1:]                              # each line with its edit
         out[name] = {"samples": len(texts), "kept_identical": round(sum(kept) / len(kept), 4),
-                     "gen_ppl": round(gen_ppl(ar, prompts, texts), 3), "gen_ppl_original": round(original, 3),
+                     "gen_ppl": round(ppl_of(nats), 3), "gen_ppl_original": round(original, 3),
                      "gen_ppl_ratio_ci95": [round(v, 3) for v in ratio_ci],
                      "examples": [{"original": line, "result": t} for line, t in list(zip(lines, texts))[:3]]}
     out["renoise"]["ratio"] = ratio

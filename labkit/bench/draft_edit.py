@@ -17,12 +17,12 @@ import dataclasses
 
 from ..decode import generate
 from ..eval.corrections import corrections
-from ..eval.metrics import gen_ppl
+from ..eval.metrics import gen_nats, ppl_of
 from ..models.load import load
 from ..samplers import DraftEdit, Threshold
 from ..training.prompts import sample_prompts
 from .common import metadata
-from .samplers import run_one, text_figures
+from .samplers import nats_figures, run_one
 
 MODEL, AR_MODEL = "tiny-cap", "tiny-ar"
 KNOBS = dict(gen_length=128, block_length=32, steps=128)          # modes and sweep
@@ -47,9 +47,8 @@ def search_rules() -> dict:
 def measure(lm, ar, rule, prompts) -> dict:
     """One rule on the prompts: NFE, TPF, gen-PPL and distinct-2, as the notebook computes them."""
     row, texts = run_one(lm, rule, prompts, tps_prompts=0, **KNOBS)
-    figures = text_figures(ar, prompts, texts, digits=4)
-    return {"nfe": row["nfe"], "tpf": row["tpf"], "gen_ppl": gen_ppl(ar, prompts, texts),
-            "gen_ppl_ci95": figures["gen_ppl_ci95"], "per_prompt": figures["per_prompt"],
+    rows = gen_nats(ar, prompts, texts)                  # one pass of the judge: the figure and its interval
+    return {"nfe": row["nfe"], "tpf": row["tpf"], **nats_figures(rows, digits=4), "gen_ppl": ppl_of(rows),
             "distinct_2": row["distinct_2"]}
 
 

@@ -13,12 +13,11 @@ Per sampler:
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 
 from ..decode import generate
 from ..eval.intervals import ppl_interval
-from ..eval.metrics import distinct_n, gen_nats
+from ..eval.metrics import distinct_n, gen_nats, ppl_of
 from ..samplers import registry
 from ..training.prompts import sample_prompts
 from .common import Column, format_table
@@ -66,9 +65,12 @@ def run_one(lm, rule, prompts: list[str], *, steps: int, gen_length: int = GEN_L
 def text_figures(ar, prompts: list[str], texts: list[str], digits: int = 2) -> dict:
     """gen-PPL with its 95% bootstrap interval over prompts (labkit.eval.intervals), and the
     per-prompt parts (nats, tokens) a paired comparison of two rules on these prompts resamples."""
-    rows = gen_nats(ar, prompts, texts)
-    nats, tokens = sum(n for n, _ in rows), sum(k for _, k in rows)
-    return {"gen_ppl": round(math.exp(nats / tokens), digits),
+    return nats_figures(gen_nats(ar, prompts, texts), digits)
+
+
+def nats_figures(rows: list[tuple[float, int]], digits: int = 2) -> dict:
+    """text_figures from gen_nats' per-prompt (nats, tokens), when the caller already has them."""
+    return {"gen_ppl": round(ppl_of(rows), digits),
             "gen_ppl_ci95": [round(v, digits) for v in ppl_interval(rows)],
             "per_prompt": {"nats": [round(n, 3) for n, _ in rows], "tokens": [k for _, k in rows]}}
 

@@ -14,7 +14,7 @@ from .. import defaults
 from ..controls import Topic, contains_word
 from ..decode import generate
 from ..eval.intervals import ppl_interval
-from ..eval.metrics import distinct_n, gen_nats, gen_ppl, words
+from ..eval.metrics import distinct_n, gen_nats, ppl_of, words
 from ..models.load import load
 from .common import metadata
 
@@ -40,7 +40,7 @@ def measure(lm, ar, loop: dict, controls: list, samples: int = SAMPLES) -> dict:
     d2 = sum(distinct_n(o.ids[r, o.trace.prompt_len:].tolist()) for r in range(samples)) / samples
     nats = gen_nats(ar, prompts, o.texts)
     return {"hits": hits, "samples": samples, "topic_words_per_sample": per_sample,
-            "gen_ppl": gen_ppl(ar, prompts, o.texts), "gen_ppl_ci95": [round(v, 2) for v in ppl_interval(nats)],
+            "gen_ppl": ppl_of(nats), "gen_ppl_ci95": [round(v, 2) for v in ppl_interval(nats)],
             "distinct_2": d2}
 
 

@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
@@ -79,6 +77,8 @@ SESSIONS = "123"                # 1 and 2 the core, 3 optional
 
 
 def notebook(name: str, folder: Path = NOTEBOOKS):
+    import nbformat  # the lab's extra: not needed by other commands
+
     return nbformat.read(Path(folder) / name, as_version=4)
 
 
@@ -103,9 +103,9 @@ def pieces(nb):
     return out
 
 
-def shown_pieces(nb, selector):
+def shown_pieces(nb, selector, ps: list | None = None):
     kind, key = selector
-    ps = pieces(nb)
+    ps = pieces(nb) if ps is None else ps
     if kind == "section":
         heads = {h for h, _, _ in ps if h and h.replace("*", "").startswith(key)}
         if len(heads) != 1:
@@ -132,8 +132,21 @@ def course_stops(text: str) -> dict:
     return stops
 
 
+def stop_pieces(nb, shown: tuple) -> list:
+    """The pieces a stop's selectors show, in order, each once (a cell shown by two selectors, e.g.
+    a section and one of its cells, counts once)."""
+    ps = pieces(nb)
+    seen: list[int] = []
+    for selector in shown:
+        for p in shown_pieces(nb, selector, ps):
+            i = next(k for k, q in enumerate(ps) if q is p)          # shown_pieces returns items of ps
+            if i not in seen:
+                seen.append(i)
+    return [ps[i] for i in seen]
+
+
 def session_stops(session: str) -> list[str]:
     """The stop ids of one session (\"1\": 1.1, 1.2, ...), in order."""
-    if session not in SESSIONS:
+    if session not in tuple(SESSIONS):
         raise ValueError(f"session must be one of {', '.join(SESSIONS)}, got {session!r}")
     return [s for s in ROUTE if s.split('.')[0] == session]

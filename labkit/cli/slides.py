@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .course import NOTEBOOKS, ROUTE, SESSIONS, course_stops, notebook, session_stops, shown_pieces
+from .course import NOTEBOOKS, ROUTE, SESSIONS, course_stops, notebook, session_stops, stop_pieces
 
 MAX_ROWS = 8                # table rows a slide holds
 MAX_LINES = 10              # lines of printed output a slide holds
@@ -179,11 +179,8 @@ def stop_parts(name: str, shown: tuple, twin: Path | None = None) -> list[tuple[
     """(kind, markdown text or code cell) of the parts a stop shows, found in the English notebook;
     with `twin` (the Chinese notebooks' folder), the same cells of the twin (same order and code;
     a markdown cell cut by a heading is shown whole, once)."""
-    nb, seen = notebook(name), []
-    for selector in shown:
-        for p in shown_pieces(nb, selector):
-            if not any(p is q for q in seen):
-                seen.append(p)
+    nb = notebook(name)
+    seen = stop_pieces(nb, shown)
     if twin is None:
         return [(kind, x) for _, kind, x in seen]
     other, out, used = notebook(name, twin), [], set()
@@ -251,18 +248,15 @@ require({waitSeconds: 15}, ["vendor/reveal.js/dist/reveal.js", "vendor/reveal.js
 def export(deck, path: Path) -> Path:
     """The deck as reveal.js HTML at `path` (its libraries expected in path's folder, under vendor/)."""
     from nbconvert import SlidesExporter
-    from nbconvert.preprocessors import TagRemovePreprocessor
     from traitlets.config import Config
 
     tpl = path.parent / ".template" / "deck.html.j2"
     tpl.parent.mkdir(parents=True, exist_ok=True)
     tpl.write_text(TEMPLATE.replace("WIDTH", str(WIDTH)).replace("HEIGHT", str(HEIGHT)))
     cfg = Config()
-    cfg.TagRemovePreprocessor.remove_input_tags = {"hide-input"}
-    cfg.TagRemovePreprocessor.enabled = True
+    cfg.TagRemovePreprocessor.remove_input_tags = {"hide-input"}       # one of the exporter's default preprocessors
     exporter = SlidesExporter(config=cfg, template_file=str(tpl), reveal_url_prefix="vendor/reveal.js",
                               reveal_theme="white")
-    exporter.register_preprocessor(TagRemovePreprocessor(config=cfg), enabled=True)
     html, _ = exporter.from_notebook_node(deck)
     path.write_text(html)
     return path

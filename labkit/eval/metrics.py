@@ -41,7 +41,11 @@ def gen_ppl(ar, prompts: list[str], texts: list[str], batch: int = 16) -> float:
     """Perplexity of `texts` given `prompts` under the causal model `ar` (a DLM of kind 'causal'):
     exp of the mean next-token NLL over every answer token of every sample (empty answers are
     skipped). Texts are re-encoded with the causal model's tokenizer and cut to its context."""
-    rows = gen_nats(ar, prompts, texts, batch)
+    return ppl_of(gen_nats(ar, prompts, texts, batch))
+
+
+def ppl_of(rows: list[tuple[float, int]]) -> float:
+    """gen-PPL from gen_nats' per-sample (nats, tokens): exp of nats per token over all samples."""
     nats, count = sum(n for n, _ in rows), sum(k for _, k in rows)
     if not count:
         raise ValueError("gen_ppl: every text is empty")

@@ -213,8 +213,8 @@ class TinyDLM(PreTrainedModel):
         if attention_mask is not None:                      # (B, ≥L) 1 = real token, 0 = padding
             mask = attention_mask.bool()[:, None, None, :L]  # (B, 1, 1, L): keys a query may see
         if getattr(self.config, "block_size", 0):            # block-causal: keys in the query's block or before
-            mask = block_causal_mask(start, W, L, self.config.block_size, input_ids.device) if mask is None \
-                else mask & block_causal_mask(start, W, L, self.config.block_size, input_ids.device)
+            blocks = block_causal_mask(start, W, L, self.config.block_size, input_ids.device)   # (W, L)
+            mask = blocks if mask is None else mask & blocks                                      # (B, 1, W, L)
         if past is not None and self.config.is_causal:      # window query i sees keys <= start + i
             ar = torch.arange(L, device=input_ids.device)
             causal = ar[None, :] <= (start + torch.arange(W, device=input_ids.device))[:, None]  # (W, L)

@@ -59,19 +59,14 @@ def lr_at(cfg: TrainConfig, step: int) -> float:
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def task_kind(cfg: TrainConfig) -> str:
-    """The layout family of a task model: "masked", "ar" or "solver" (labkit.tasks.layouts)."""
-    return cfg.kind
-
-
 def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
     """A TinyDLM of cfg's shape, initialised from cfg.seed, or from init_from's weights."""
     structure, formats = None, None
     if cfg.data == "tasks":
         from ..tasks.layouts import prompt_formats
         from ..tasks.layouts import structure as task_structure
-        structure = next((s for t, _ in cfg.tasks if (s := task_structure(t, task_kind(cfg)))), None)
-        formats = [f.to_dict() for t, _ in cfg.tasks for f in prompt_formats(t, task_kind(cfg))]
+        structure = next((s for t, _ in cfg.tasks if (s := task_structure(t, cfg.kind))), None)
+        formats = [f.to_dict() for t, _ in cfg.tasks for f in prompt_formats(t, cfg.kind)]
     mcfg = TinyDLMConfig(vocab_size=len(tokenizer), hidden_size=cfg.hidden_size,
                          num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
                          intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.seq_len,
@@ -184,7 +179,7 @@ def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) ->
     run = Run(cfg, out, device, model, make_optimizer(cfg, model), corpus, tokenizer.mask_token_id)
     resume(run, log)
     if cfg.data == "tasks":
-        run.tasks = TaskData(tokenizer, cfg.seed, cfg.batch_size, cfg.tasks, task_kind(cfg))
+        run.tasks = TaskData(tokenizer, cfg.seed, cfg.batch_size, cfg.tasks, cfg.kind)
     if cfg.distill:
         run.teacher = distill_rows(cfg, out, tokenizer, log, device)
     model.train()
