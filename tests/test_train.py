@@ -215,8 +215,10 @@ def test_the_loop_still_offers_the_recipes_and_train():
     import labkit.training.recipes as recipes
     assert loop.RECIPES is recipes.RECIPES and loop.TrainConfig is TrainConfig
     assert list(recipes.RECIPES) == ["tiny-ar", "tiny", "tiny-cap", "tiny-sudoku", "tiny-sudoku-ar",
-                                     "tiny-sudoku-ar-solver", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar"]
-    assert recipes.TASK_MODELS == tuple(n for n in list(recipes.RECIPES)[3:] if n != "tiny-sudoku-ar-solver")
+                                     "tiny-sudoku-ar-solver", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar",
+                                     "tiny-block4-from-ar", "tiny-block4", "tiny-anneal", "tiny-scratch",
+                                     "tiny-block16", "tiny-block4-edit"]
+    assert recipes.TASK_MODELS == tuple(n for n in list(recipes.RECIPES)[3:10] if n != "tiny-sudoku-ar-solver")
     assert recipes.SOLVER_TWINS == ("tiny-sudoku-ar-solver",)
     a, b = recipes.RECIPES["tiny-sudoku-ar"], recipes.RECIPES["tiny-sudoku-ar-solver"]     # the third twin: one
     assert {k: v for k, v in vars(a).items() if k not in ("order", "seq_len")} == \

@@ -99,8 +99,12 @@ def _train(a) -> int:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {a.recipe!r}")
     overrides = {k: getattr(a, k) for k in ("steps", "seed") if getattr(a, k) is not None}
     cfg = dataclasses.replace(RECIPES[a.recipe], **overrides)
-    out = train(cfg, a.out, device=a.device)
-    print(f"trained model saved in {out}; try: labkit eval --model {out}")
+    keep = [int(k) for k in a.keep_steps.split(",") if k.strip()] if a.keep_steps else []
+    out = train(cfg, a.out, device=a.device, keep_steps=keep, stop_at=a.stop_at)
+    if a.stop_at is not None and a.stop_at < cfg.steps:
+        print(f"stopped at step {a.stop_at} of {cfg.steps}; run the same command without --stop-at to go on")
+    else:
+        print(f"trained model saved in {out}; try: labkit eval --model {out}")
     return 0
 
 
@@ -126,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--steps", type=int)
     t.add_argument("--seed", type=int)
     t.add_argument("--device", default="cpu", help="cpu (default) or cuda: where the arithmetic runs")
+    t.add_argument("--keep-steps", help="comma-separated steps at which a copy of the model is kept in OUT/step-N "
+                   "(a training curve), e.g. 240,600,1200")
+    t.add_argument("--stop-at", type=int, help="stop at this step with a checkpoint (the recipe's schedule unchanged)")
     t.set_defaults(fn=_train)
     rl.add_parser(sub)
 

@@ -178,14 +178,14 @@ class TinyDLM(PreTrainedModel):
         return self.lm_head
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, **kwargs) -> MaskedLMOutput:
+                labels: torch.Tensor | None = None, layout: torch.Tensor | None = None, **kwargs) -> MaskedLMOutput:
         L = input_ids.shape[1]
         if L > self.config.max_position_embeddings and attention_mask is not None:   # left padding is not context
             L = int(attention_mask.sum(-1).max())                 # (read only then: no device sync per step)
         if L > self.config.max_position_embeddings:
             raise ValueError(f"input length {L} exceeds the model's context "
                              f"max_position_embeddings={self.config.max_position_embeddings}")
-        logits, _ = self.run(input_ids, attention_mask)     # (B, L, V)
+        logits, _ = self.run(input_ids, attention_mask, layout=layout)   # (B, L, V)
         if self.config.shift_logits:   # AR-initialised diffusion (Dream): hidden i-1 predicts token i
             logits = torch.cat([logits[:, :1], logits[:, :-1]], dim=1)
         loss = None
@@ -195,14 +195,16 @@ class TinyDLM(PreTrainedModel):
 
 
     def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, past=None,
-            start: int = 0, write: bool = False) -> tuple[torch.Tensor, list]:
+            start: int = 0, write: bool = False, layout: torch.Tensor | None = None) -> tuple[torch.Tensor, list]:
         """Unshifted logits of positions start .. start+W-1 and every layer's (K, V).
         input_ids (B, W); without `past` the window is the whole sequence (start 0). With `past`
         (the list this method returned for the full sequence), only the window is recomputed and
         the other positions' keys and values are reused: labkit.models.kv_cache builds on this.
         `write`: the window's keys and values are written into `past` in place (buffers that
         keep their storage from step to step). A causal model's cache may also end where the
-        window starts (the window's K/V are appended; not with `write`)."""
+        window starts (the window's K/V are appended; not with `write`). `layout` (L, L) or
+        (B, L, L) bool [query, key]: which keys each query may see, on top of the rest (training
+        only: DiffuLLaMA's attention annealed from causal to full)."""
         W = input_ids.shape[1]
         L = W if past is None else max(past[0][0].shape[2], start + W)   # keys the window sees
         if past is not None and past[0][0].shape[2] < start:
@@ -215,6 +217,11 @@ class TinyDLM(PreTrainedModel):
         if getattr(self.config, "block_size", 0):            # block-causal: keys in the query's block or before
             blocks = block_causal_mask(start, W, L, self.config.block_size, input_ids.device)   # (W, L)
             mask = blocks if mask is None else mask & blocks                                      # (B, 1, W, L)
+        if layout is not None:
+            if past is not None:
+                raise ValueError("layout is a training-time attention pattern; it cannot be used with a KV cache")
+            layout = layout if layout.ndim == 2 else layout[:, None]                              # (.., L, L)
+            mask = layout if mask is None else mask & layout
         if past is not None and self.config.is_causal:      # window query i sees keys <= start + i
             ar = torch.arange(L, device=input_ids.device)
             causal = ar[None, :] <= (start + torch.arange(W, device=input_ids.device))[:, None]  # (W, L)
@@ -233,15 +240,19 @@ class TinyDLM(PreTrainedModel):
         return self.lm_head(self.norm(x)), kvs              # (B, W, V)
 
 
-    def run_two_streams(self, noisy: torch.Tensor, clean: torch.Tensor) -> torch.Tensor:
+    def run_two_streams(self, noisy: torch.Tensor, clean: torch.Tensor, block: int | None = None) -> torch.Tensor:
         """Block-diffusion training in one pass (BD3-LM, LLaDA2.x): the noisy canvas and the clean
         sequence side by side (2L positions, each half at positions 0..L-1 for RoPE). A noisy block
         sees itself and the clean blocks before it; the clean stream is causal by block. Returns the
-        noisy stream's unshifted logits (B, L, V): block k's are those of a plain forward of the
-        clean blocks before k followed by noisy block k."""
-        b = getattr(self.config, "block_size", 0)
+        noisy stream's logits (B, L, V), position i predicting token i: block k's are those of a plain
+        forward of the clean blocks before k followed by noisy block k. `block`: the block length
+        (default the model's; a block-size warm-up trains at smaller ones). With `shift_logits` (an AR
+        model converted, Fast-dLLM v2's token shift) position i is read from hidden i-1: inside a block
+        the noisy stream's, at a block's first position the clean stream's last hidden of the block
+        before (what the decoding loop's plain forward over committed blocks computes)."""
+        b = block or getattr(self.config, "block_size", 0)
         if not b:
-            raise ValueError("run_two_streams needs a block model (config block_size > 0)")
+            raise ValueError("run_two_streams needs a block model (config block_size > 0) or block >= 1")
         if self.config.absolute_positions or len(self.structure):
             raise ValueError("run_two_streams: the task models' position tables are not supported")
         B, L = noisy.shape
@@ -255,7 +266,14 @@ class TinyDLM(PreTrainedModel):
         x = self.embed(torch.cat([noisy, clean], 1))                                  # (B, 2L, D)
         for layer in self.layers:
             x, _ = layer(x, cos, sin, mask)
-        return self.lm_head(self.norm(x[:, :L]))                                      # (B, L, V)
+        h = self.norm(x)
+        if not self.config.shift_logits:
+            return self.lm_head(h[:, :L])                                             # (B, L, V)
+        first = torch.arange(L, device=noisy.device) % b == 0                         # (L,) a block's first
+        first[0] = False                                                              # position 0: itself
+        src = torch.where(first, torch.arange(L, device=noisy.device) - 1 + L,        # clean hidden i-1
+                          (torch.arange(L, device=noisy.device) - 1).clamp_min(0))    # noisy hidden i-1
+        return self.lm_head(h[:, src])                                                # (B, L, V)
 
     def layout_positions(self, attention_mask: torch.Tensor | None, start: int, W: int, device) -> torch.Tensor:
         """Positions start .. start+W-1 counted from each row's first real token: (W,) without an

@@ -20,7 +20,8 @@ import torch
 
 from ..models.tiny_net import TinyDLM, TinyDLMConfig
 from .corpus import Corpus
-from .losses import ar_loss, ar_sft_loss, block_distill_loss, masked_count_loss, masked_diffusion_loss
+from .convert import anneal_layout, anneal_ratio, block_at
+from .losses import ar_loss, ar_sft_loss, block_diffusion_loss, block_distill_loss, masked_count_loss, masked_diffusion_loss
 from .recipes import RECIPES, TrainConfig
 from .seeds import noise_seed
 
@@ -71,7 +72,7 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
                          num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
                          intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.seq_len,
                          is_causal=cfg.objective == "ar", shift_logits=cfg.shift_logits,
-                         absolute_positions=cfg.absolute_positions, structure=structure,
+                         absolute_positions=cfg.absolute_positions, structure=structure, block_size=cfg.block_size,
                          prompt_formats=formats,
                          mask_token_id=tokenizer.mask_token_id,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
@@ -82,9 +83,10 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
         src = init_folder(cfg.init_from)
         from safetensors.torch import load_file
         state = load_file(src / "model.safetensors")
-        theirs = {k: tuple(v.shape) for k, v in state.items()}
-        ours = {k: tuple(v.shape) for k, v in model.state_dict().items() if k != "lm_head.weight"}
-        if {k: v for k, v in theirs.items() if k != "lm_head.weight"} != ours:
+        def shapes(tensors) -> dict:      # an empty structure table counts as none (older weights lack it)
+            return {k: tuple(v.shape) for k, v in tensors.items()
+                    if k != "lm_head.weight" and not (k == "structure_ids" and v.numel() == 0)}
+        if shapes(state) != shapes(model.state_dict()):
             raise ValueError(f"init_from={cfg.init_from!r}: its weights do not fit this TrainConfig's "
                              f"shape (vocab, hidden_size, layers, heads, intermediate_size must match)")
         model.load_state_dict(state, strict=False)
@@ -229,6 +231,12 @@ def step_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch.Te
         return distill_loss(run, x0, g)
     if cfg.data == "tasks":
         return task_loss(run, g)
+    if cfg.block_size:
+        return block_diffusion_loss(run.model, x0, run.mask_id, block=block_at(cfg.block_size, cfg.block_warmup, run.step),
+                                    eps=cfg.eps, generator=g, **_extra_terms(cfg))
+    if cfg.attn_anneal and (layout := anneal_layout(anneal_ratio(cfg.attn_anneal, run.step), x0.shape[1], g)) is not None:
+        return masked_diffusion_loss(lambda x: run.model(x, layout=layout).logits, x0, run.mask_id, eps=cfg.eps,
+                                     generator=g, **_extra_terms(cfg))
     if cfg.objective == "diffusion":
         return masked_diffusion_loss(run.logits, x0, run.mask_id, eps=cfg.eps, generator=g, **_extra_terms(cfg))
     return ar_loss(run.logits, x0)
@@ -276,30 +284,60 @@ def finish(run: Run) -> Path:
     return run.out
 
 
+def snapshot(run: Run) -> Path:
+    """The model as it is at run.step, into run.out/step-N/ (weights, config, tokenizer and
+    snapshot.json with the step and training seconds): the points of a training curve."""
+    import shutil
+
+    folder = run.out / f"step-{run.step}"
+    folder.mkdir(exist_ok=True)
+    run.model.save_pretrained(folder, safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (run.out / name).is_file():
+            shutil.copy(run.out / name, folder / name)
+    seconds = run.seconds + time.perf_counter() - run.since
+    (folder / "snapshot.json").write_text(json.dumps({"step": run.step, "train_seconds": round(seconds, 1),
+                                                      "config": dataclasses.asdict(run.cfg)}, indent=1))
+    return folder
+
+
 def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print,
-          device: str | torch.device = "cpu") -> Path:
+          device: str | torch.device = "cpu", keep_steps=(), stop_at: int | None = None) -> Path:
     """Train into `out`; resume from `out/ckpt.pt` when present. Returns the folder of the final
     model (safetensors + config + tokenizer), loadable with `labkit.load(out)`. `device` ("cuda")
     runs the same recipe on a GPU: batches and noise are drawn on the CPU as before, so only the
-    arithmetic moves (its results differ from the CPU's in the last bits, not in kind)."""
+    arithmetic moves (its results differ from the CPU's in the last bits, not in kind).
+    `keep_steps`: steps at which a copy of the model is kept in out/step-N/ (`snapshot`; a training
+    curve). `stop_at`: stop after that many steps with a checkpoint (the schedule is still the
+    recipe's: a later call resumes it); returns the checkpoint's folder, and no final model."""
     from tqdm.auto import tqdm
 
+    keep = sorted({int(k) for k in keep_steps})
+    if any(k < 1 or k > cfg.steps for k in keep):
+        raise ValueError(f"keep_steps must be steps in 1..{cfg.steps}, got {list(keep_steps)}")
+    if stop_at is not None and not 1 <= stop_at <= cfg.steps:
+        raise ValueError(f"stop_at must be a step in 1..{cfg.steps}, got {stop_at}")
+    end = cfg.steps if stop_at is None else stop_at
     run = setup(cfg, out, log, device)
-    bar = tqdm(total=cfg.steps, initial=run.step, disable=not progress, desc=f"train {cfg.objective}")
+    bar = tqdm(total=end, initial=min(run.step, end), disable=not progress, desc=f"train {cfg.objective}")
     run.since, loss_ema = time.perf_counter(), None
-    while run.step < cfg.steps:
+    while run.step < end:
         loss = train_step(run)
         loss_ema = loss if loss_ema is None else (1 - LOSS_EMA_NEW) * loss_ema + LOSS_EMA_NEW * loss
         bar.update(1)
         bar.set_postfix(loss=f"{loss_ema:.3f}", lr=f"{lr_at(cfg, run.step - 1):.1e}")
         if run.step % HISTORY_EVERY == 0:
             run.history.append((run.step, round(loss_ema, 4)))
-        if run.step % cfg.ckpt_every == 0 or run.step == cfg.steps:
+        if run.step in keep:
+            snapshot(run)
+        if run.step % cfg.ckpt_every == 0 or run.step in (cfg.steps, end):
             save_checkpoint(run)
     bar.close()
+    if run.step < cfg.steps:
+        return run.out
     return finish(run)
 
 
 __all__ = ["RECIPES", "Run", "TrainConfig", "build_model", "distill_loss", "distill_rows", "finish", "init_folder",
-           "load_or_make_tokenizer", "lr_at", "make_optimizer", "resume", "save_checkpoint", "setup", "step_loss",
+           "load_or_make_tokenizer", "lr_at", "make_optimizer", "resume", "save_checkpoint", "setup", "snapshot", "step_loss",
            "task_loss", "train", "train_step"]

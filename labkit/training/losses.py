@@ -104,23 +104,35 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
     return loss
 
 
-def block_diffusion_loss(model, x0: torch.Tensor, mask_id: int, *, eps: float = EPS,
-                         generator: torch.Generator | None = None) -> torch.Tensor:
-    """Block diffusion (BD3-LM; LLaDA2.x's training): x0 (B, L) cut into the model's blocks, each block
-    of each row masked at its own rate t ~ U(eps, 1), every block denoised from the clean blocks
-    before it in one pass (`TinyDLM.run_two_streams`); cross-entropy on masked positions weighted by
-    1/t of their block, averaged over all B·L tokens: a bound on the NLL (in nats per token), the
-    sum over blocks of each block's masked-diffusion bound given the clean blocks before it."""
+def block_diffusion_loss(model, x0: torch.Tensor, mask_id: int, *, block: int | None = None, eps: float = EPS,
+                         generator: torch.Generator | None = None, cap_weight: float = 0.0,
+                         edit_prob: float = 0.0, edit_stutter: float = 0.0, edit_weight: float = 1.0) -> torch.Tensor:
+    """Block diffusion (BD3-LM; LLaDA2.x's training): x0 (B, L) cut into blocks of `block` tokens (the
+    model's block size by default), each block of each row masked at its own rate t ~ U(eps, 1), every
+    block denoised from the clean blocks before it in one pass (`TinyDLM.run_two_streams`);
+    cross-entropy on masked positions weighted by 1/t of their block, averaged over all B·L tokens: a
+    bound on the NLL (in nats per token), the sum over blocks of each block's masked-diffusion bound
+    given the clean blocks before it. `cap_weight` and `edit_prob` / `edit_stutter` add the CAP and
+    T2T terms of `masked_diffusion_loss`, inside the noisy blocks (the clean context stays clean)."""
     B, L = x0.shape
-    b = model.config.block_size
+    b = block or model.config.block_size
     nblocks = -(-L // b)
     t = eps + (1 - eps) * torch.rand(B, nblocks, generator=generator).to(x0.device)   # (B, blocks)
     t_pos = t.repeat_interleave(b, dim=1)[:, :L]                                       # (B, L)
     masked = torch.rand(B, L, generator=generator).to(x0.device) < t_pos
     xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
-    logits = model.run_two_streams(xt, x0)                                              # (B, L, V)
-    nll = F.cross_entropy(logits[masked].float(), x0[masked], reduction="none")         # (M,)
-    return (nll / t_pos[masked]).sum() / (B * L)
+    if edit_prob:
+        filled = ~masked
+        xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, edit_stutter, generator), xt)
+    logits = model.run_two_streams(xt, x0, block=b)                                     # (B, L, V)
+    logp = F.log_softmax(logits[masked].float(), -1)                                    # (M, V)
+    nll = -logp.gather(-1, x0[masked][:, None]).squeeze(-1)                             # (M,)
+    loss = (nll / t_pos[masked]).sum() / (B * L)
+    if cap_weight:
+        loss = loss + cap_term(logp, x0[masked], cap_weight)
+    if edit_prob:
+        loss = loss + edit_term(logits, x0, filled, edit_weight)
+    return loss
 
 
 def answer_mask(x0: torch.Tensor, prompt_lengths: torch.Tensor | None = None,

@@ -47,6 +47,10 @@ class TrainConfig:
     distill_top_p: float = 1.0     # ... within this nucleus (1.0 = the whole distribution)
     distill_mix: float = 0.0       # share of each distillation batch drawn from the corpus instead
                                    # (plain masked diffusion: keeps the variety of real text)
+    block_size: int = 0            # > 0: block diffusion (LLaDA2.x, BD3-LM): block-causal attention,
+                                   # the noisy canvas and the clean sequence in one pass (losses.block_diffusion_loss)
+    block_warmup: int = 0          # steps over which the trained block grows 1, 2, 4 .. block_size (LLaDA2.0)
+    attn_anneal: int = 0           # steps over which attention opens from causal to full (DiffuLLaMA)
 
     def __post_init__(self):
         self._check_sizes()
@@ -100,11 +104,33 @@ class TrainConfig:
             self._check_tasks()
         elif self.tasks:
             raise ValueError("tasks applies to data='tasks' only")
+        self._check_conversion()
         if self.order not in ("reading", "solver"):
             raise ValueError(f"order must be 'reading' or 'solver', got {self.order!r}")
         if self.order == "solver" and (self.objective != "ar" or [t for t, _ in self.tasks] != ["sudoku"]):
             raise ValueError("order='solver' is the AR Sudoku twin's layout: objective='ar', data='tasks', "
                              "tasks=(('sudoku', 1.0),)")
+
+    def _check_conversion(self) -> None:
+        for name in ("block_size", "block_warmup", "attn_anneal"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0 (0 = off), got {value!r}")
+        if self.block_size and (self.objective != "diffusion" or self.data != "plays" or self.distill):
+            raise ValueError("block_size trains a block-diffusion LM on the plays: objective='diffusion', "
+                             "data='plays', no distill")
+        if self.block_size > self.seq_len:
+            raise ValueError(f"block_size must be at most seq_len ({self.seq_len}), got {self.block_size}")
+        if self.block_warmup and not self.block_size:
+            raise ValueError("block_warmup grows the block length up to block_size; set block_size > 0 too")
+        if self.block_warmup > self.steps:
+            raise ValueError(f"block_warmup must be at most steps ({self.steps}), got {self.block_warmup}")
+        if self.attn_anneal and (self.objective != "diffusion" or self.block_size or self.data != "plays"
+                                 or self.distill or not self.init_from):
+            raise ValueError("attn_anneal opens an AR model's attention over training: objective='diffusion', "
+                             "data='plays', init_from set, no block_size, no distill")
+        if self.attn_anneal > self.steps:
+            raise ValueError(f"attn_anneal must be at most steps ({self.steps}), got {self.attn_anneal}")
 
     def _check_tasks(self) -> None:
         from ..tasks import TASKS
@@ -132,6 +158,7 @@ RECIPES = {
                             cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, distill=512),
 }
 
+
 # The task models: one pair (masked model, AR twin) per task family, twins of one shape, data,
 # batch and step count, from scratch, each layout's positions known to the model (labkit.tasks.layouts).
 # The number of masks is drawn uniformly (losses.masked_count_loss); how the recipe was found:
@@ -155,5 +182,25 @@ RECIPES["tiny-sudoku-ar-solver"] = TrainConfig(objective="ar", order="solver", s
 RECIPES.update(_pair("facts", 22, 22, tasks=(("reversal", 0.8), ("mirror", 0.2)), batch_size=160, steps=6000,
                      weight_decay=0.0))
 RECIPES.update(_pair("add", 19, 19, tasks=(("addition", 1.0),), batch_size=128, steps=8000))
+# Block diffusion (LLaDA2.x's architecture) and the ways of making a diffusion LM from tiny-ar, each at
+# half of tiny's budget (1200 steps of 16 x 256 tokens), kept at 10/25/50% for the curves (make model-block):
+# tiny-block4-from-ar converted from tiny-ar with the block grown 1 -> 2 -> 4 over the first 10% (LLaDA2.0),
+# and tiny-block4 from scratch; full attention opened gradually from causal over the first 25% (DiffuLLaMA) and from
+# scratch, beside tiny's own recipe (opened at once, Dream, 2400 steps). tiny-block16 is converted at
+# a quarter of tiny's budget; tiny-block4-edit fine-tunes tiny-block4-from-ar with CAP and T2T noise (tiny-cap's
+# terms, on the corpus instead of distilled answers).
+RECIPES.update({
+    "tiny-block4-from-ar": TrainConfig(init_from="tiny-ar", shift_logits=True, block_size=4, block_warmup=120,
+                                       steps=1200, lr=1e-3),
+    "tiny-block4": TrainConfig(block_size=4, steps=1200),
+    "tiny-anneal": TrainConfig(init_from="tiny-ar", shift_logits=True, attn_anneal=300, steps=1200, lr=1e-3),
+    "tiny-scratch": TrainConfig(steps=1200),
+    "tiny-block16": TrainConfig(init_from="tiny-ar", shift_logits=True, block_size=16, block_warmup=60,
+                                steps=600, lr=1e-3),
+    "tiny-block4-edit": TrainConfig(init_from="tiny-block4-from-ar", shift_logits=True, block_size=4, steps=300,
+                                    lr=5e-4, warmup=30, cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5),
+})
+CURVE_STEPS = (120, 300, 600)           # 10%, 25%, 50% of the 1200-step runs; 100% is the model itself
+
 TASK_MODELS = tuple(name for name, cfg in RECIPES.items() if cfg.data == "tasks" and cfg.order == "reading")   # pairs
 SOLVER_TWINS = tuple(name for name, cfg in RECIPES.items() if cfg.order == "solver")

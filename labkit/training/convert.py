@@ -1,0 +1,43 @@
+"""Making a diffusion LM from an autoregressive one: the schedules that carry the AR model's causal
+attention over to a diffusion model's, step by step.
+
+- `block_at`: LLaDA2.0's block-size warm-up. Converted to block diffusion with token shift, a block
+  of one token *is* the AR model (its one masked token is read from the clean hidden state before
+  it), so training starts at block size 1 and doubles it over `block_warmup` steps up to the
+  model's block size: 1, 2, 4, ... each for an equal share of the warm-up.
+- `anneal_layout`: DiffuLLaMA's attention-mask annealing. For the first `attn_anneal` steps the
+  attention is the causal mask with a growing random share of the future keys opened (ratio
+  step / attn_anneal; the same draw for every row of a batch), then full.
+- `tiny`'s own recipe opens the attention at once (Dream): neither schedule.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def block_at(block_size: int, block_warmup: int, step: int) -> int:
+    """The block length trained at `step`: powers of two from 1 up to `block_size`, each for an equal
+    share of the first `block_warmup` steps, then `block_size` (which need not be a power of two)."""
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    if not block_warmup or step >= block_warmup:
+        return block_size
+    sizes = [1 << i for i in range(block_size.bit_length()) if 1 << i < block_size]   # 1, 2, 4, ... < block_size
+    return sizes[step * len(sizes) // block_warmup]
+
+
+def anneal_ratio(attn_anneal: int, step: int) -> float:
+    """The share of future keys open at `step`: step / attn_anneal, 1 from then on."""
+    return 1.0 if not attn_anneal or step >= attn_anneal else step / attn_anneal
+
+
+def anneal_layout(ratio: float, L: int, generator: torch.Generator | None = None) -> torch.Tensor | None:
+    """(L, L) bool [query, key]: the causal mask with each future key opened with probability
+    `ratio`; None (full attention) at ratio 1. Drawn from `generator`."""
+    if ratio >= 1:
+        return None
+    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    return causal | (torch.rand(L, L, generator=generator) < ratio)
+
+
+__all__ = ["anneal_layout", "anneal_ratio", "block_at"]

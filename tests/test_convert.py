@@ -1,0 +1,116 @@
+"""Making a diffusion LM from an AR one (labkit.training.convert and the recipes that use it): the
+block-size warm-up, the attention annealing, the token shift of a converted block model, and the
+checks on the new TrainConfig knobs."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from labkit.models.tiny_net import TinyDLM, TinyDLMConfig
+from labkit.training.convert import anneal_layout, anneal_ratio, block_at
+from labkit.training.recipes import CURVE_STEPS, RECIPES, TrainConfig
+
+
+def test_block_warmup_doubles_from_one():
+    got = [block_at(4, 120, s) for s in (0, 59, 60, 119, 120, 1199)]
+    assert got == [1, 1, 2, 2, 4, 4]
+    assert [block_at(16, 60, s) for s in (0, 14, 15, 30, 45, 59, 60)] == [1, 1, 2, 4, 8, 8, 16]
+    assert block_at(16, 0, 0) == 16 and block_at(6, 30, 29) == 4          # not a power of two: 1, 2, 4 then 6
+    with pytest.raises(ValueError, match="block_size must be >= 1"):
+        block_at(0, 10, 0)
+
+
+def test_anneal_opens_the_causal_mask():
+    assert anneal_ratio(300, 0) == 0 and anneal_ratio(300, 150) == 0.5 and anneal_ratio(300, 300) == 1
+    g = torch.Generator().manual_seed(0)
+    closed = anneal_layout(0.0, 8, g)
+    assert torch.equal(closed, torch.ones(8, 8, dtype=torch.bool).tril())   # ratio 0: the AR model's mask
+    half = anneal_layout(0.5, 200, g)
+    future = ~torch.ones(200, 200, dtype=torch.bool).tril()
+    assert half[~future].all() and 0.45 < half[future].float().mean() < 0.55
+    assert anneal_layout(1.0, 8, g) is None                                 # full attention
+
+
+def small(**kw) -> TinyDLM:
+    torch.manual_seed(0)
+    net = TinyDLM(TinyDLMConfig(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                intermediate_size=64, max_position_embeddings=64, mask_token_id=2, pad_token_id=0,
+                                eos_token_id=1, **kw)).eval()
+    with torch.no_grad():
+        for p in net.parameters():
+            p.mul_(10)
+    return net
+
+
+@pytest.mark.parametrize("block", [1, 4])
+def test_shifted_two_streams_equal_the_decoding_forward(block):
+    """With the token shift (a converted AR model), block k of the training pass is what decoding
+    reads: the shifted forward over the clean blocks before k and noisy block k. At block 1 every
+    masked token is read from the clean hidden state before it: the AR model itself."""
+    net = small(block_size=block, shift_logits=True)
+    clean = torch.randint(3, 40, (2, 12))
+    noisy = torch.where(torch.rand(2, 12, generator=torch.Generator().manual_seed(1)) < 0.5,
+                        torch.full_like(clean, 2), clean)
+    with torch.no_grad():
+        both = net.run_two_streams(noisy, clean)
+        for k in range(0, 12, block):
+            x = torch.cat([clean[:, :k], noisy[:, k:k + block]], 1)
+            assert torch.allclose(both[:, k:k + block], net(x).logits[:, k:], rtol=1e-4, atol=1e-3), k
+
+
+def test_layout_is_an_attention_pattern():
+    net = small()
+    x = torch.randint(3, 40, (1, 10))
+    causal = torch.ones(10, 10, dtype=torch.bool).tril()
+    with torch.no_grad():
+        a = net(x, layout=causal).logits
+        y = x.clone()
+        y[:, 7:] = 5
+        b = net(y, layout=causal).logits
+        assert torch.allclose(a[:, :7], b[:, :7], atol=1e-5)                  # causal: the future is not seen
+        assert not torch.allclose(net(x).logits[:, :7], net(y).logits[:, :7])  # full attention sees it
+        with pytest.raises(ValueError, match="KV cache"):
+            _, past = net.run(x)
+            net.run(x[:, :2], past=past, start=0, layout=causal[:2])
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(block_size=-1), "block_size must be an integer >= 0"),
+    (dict(block_size=4, objective="ar"), "block_size trains a block-diffusion LM"),
+    (dict(block_size=512), "block_size must be at most seq_len"),
+    (dict(block_warmup=10), "set block_size > 0 too"),
+    (dict(block_size=4, block_warmup=5000), "block_warmup must be at most steps"),
+    (dict(attn_anneal=100), "attn_anneal opens an AR model's attention"),
+    (dict(attn_anneal=9000, init_from="tiny-ar"), "attn_anneal must be at most steps"),
+])
+def test_bad_conversion_knobs_are_refused(kw, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**kw)
+
+
+def test_the_conversion_recipes():
+    for name in ("tiny-block4", "tiny-block4-from-ar", "tiny-anneal", "tiny-scratch"):
+        cfg = RECIPES[name]
+        assert cfg.steps == 1200 and all(s < cfg.steps for s in CURVE_STEPS), name
+    assert RECIPES["tiny-block4-from-ar"].init_from == "tiny-ar" and not RECIPES["tiny-block4"].init_from
+    assert RECIPES["tiny-block4-from-ar"].block_warmup == RECIPES["tiny-block4-from-ar"].steps // 10
+
+
+def test_a_block_run_trains_snapshots_and_resumes(tmp_path):
+    """Two steps of a block model from tiny-ar with a snapshot after the first: the snapshot and
+    the final model load, the block size is kept, and a second call resumes (nothing retrained)."""
+    import dataclasses
+    import json
+
+    import labkit as lk
+    from labkit.training.loop import train
+    cfg = dataclasses.replace(RECIPES["tiny-block4-from-ar"], steps=2, block_warmup=1, batch_size=2, seq_len=32,
+                              warmup=1)
+    out = train(cfg, tmp_path / "run", progress=False, log=lambda *a: None, keep_steps=[1])
+    snap = json.loads((tmp_path / "run" / "step-1" / "snapshot.json").read_text())
+    assert snap["step"] == 1 and snap["config"]["block_size"] == 4
+    lm = lk.load(str(out))
+    assert lm.net.config.block_size == 4 and lm.net.config.shift_logits
+    assert lk.load(str(tmp_path / "run" / "step-1")).net.config.block_size == 4
+    again = train(cfg, tmp_path / "run", progress=False, log=lambda *a: None)
+    assert again == out
