@@ -14,7 +14,7 @@ from torch.profiler import record_function
 from . import controls as ctl
 from .accel import Accel, check_accel
 from .models import formats
-from .models.handle import Denoiser
+from .models.handle import Denoiser, model_block
 from .output import Output, answer_texts, check_seed, collect, until_stop
 from .prompts import chat_text, prompt_texts  # noqa: F401  (chat_text: still importable from here, its old home)
 from .samplers.base import DecodeState, Sampler, StepRecord
@@ -70,12 +70,23 @@ def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_
     prompts = prompt_texts(lm, prompts)
     num_blocks = check_knobs(sampler, gen_length=gen_length, block_length=block_length, steps=steps,
                              cfg_scale=cfg_scale, penalty_lambda=penalty_lambda)
+    b = model_block(lm)
+    if b and block_length % b:
+        raise KnobError("block_length", f"block_length must be a multiple of model {lm.name!r}'s block size "
+                                        f"({b}: a decoding block is whole model blocks), got {block_length}")
     encoded = [lm.encode(p) for p in prompts]
-    longest = max(map(len, encoded))
+    longest = padded_length(lm, max(map(len, encoded)))
     if lm.max_length is not None and longest + gen_length > lm.max_length:
         raise ValueError(f"prompt ({longest} tokens) + gen_length ({gen_length}) exceeds the model's "
                          f"context of {lm.max_length} tokens: shorten the prompt or gen_length")
     return encoded, num_blocks
+
+
+def padded_length(lm: Denoiser, longest: int) -> int:
+    """P, the canvas's first position: the longest prompt, rounded up to the model's block size for a
+    block-diffusion model (more left padding), so that every decoding block is whole model blocks."""
+    b = model_block(lm)
+    return -(-longest // b) * b if b else longest
 
 
 def _model_fn(lm: Denoiser, attention_mask, prompt_pos, cfg_scale, penalty_lambda=0.0, writers: bool = False
@@ -157,12 +168,13 @@ class _Run:
 def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_length: int, steps: int,
              cfg_scale: float, eos_early_stop: bool, penalty_lambda: float, generator, seed, controls,
              accel: Accel | None = None, canvases=None) -> _Run:
-    """Check every knob, then lay out the canvas: prompts left-padded to P tokens, gen_length
+    """Check every knob, then lay out the canvas: prompts left-padded to P tokens (a multiple of a
+    block model's block size: `padded_length`), gen_length
     masks after them, an in-place question's fixed characters (`canvases`, formats.fit) and
     controls' fixed text written and frozen."""
     encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale, penalty_lambda)
     generator = _generator(lm, generator, seed)
-    B, P = len(encoded), max(map(len, encoded))
+    B, P = len(encoded), padded_length(lm, max(map(len, encoded)))
     x = torch.full((B, P + gen_length), lm.mask_id, dtype=torch.long)
     attention = torch.ones_like(x)
     for b, ids in enumerate(encoded):                   # left padding

@@ -145,4 +145,10 @@ class Wrapper:
         return f"{type(self).__name__}({self.lm!r})"
 
 
-__all__ = ["DLM", "Denoiser", "KINDS", "Wrapper"]
+def model_block(lm: Denoiser) -> int:
+    """The block size of a block-diffusion network (its config's block_size; 0 = attention over the
+    whole canvas): its decoding blocks must be whole model blocks, starting on one."""
+    return int(getattr(getattr(lm.net, "config", None), "block_size", 0) or 0)
+
+
+__all__ = ["DLM", "Denoiser", "KINDS", "Wrapper", "model_block"]

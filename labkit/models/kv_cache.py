@@ -24,12 +24,16 @@ allocates no K/V and the buffers keep their addresses (what CUDA graphs need).
 a causal position's keys and values depend only on the tokens up to it, so each call recomputes
 only the positions after the longest prefix that is unchanged since the last call, usually one.
 `labkit bench length` uses it for the fair AR baseline.
+
+`BlockCache(lm)` is a block-diffusion model's exact cache (tiny-block4 and the like): everything
+before the active block is final, so its keys and values are reused, and nothing after the active
+block is computed. Decoding with it is token-identical to decoding without.
 """
 from __future__ import annotations
 
 import torch
 
-from .handle import Denoiser, Wrapper
+from .handle import Denoiser, Wrapper, model_block
 
 # torch.compile modes labkit offers: a cache's compile=, accel.compiled(lm, mode) and `labkit generate --compile`
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -143,6 +147,82 @@ class DualCache(_BlockCache):
     mode = "dual"
 
 
+class BlockCache(Wrapper):
+    """The exact KV cache of a block-diffusion model (LLaDA2.x, BD3-LM; labkit's tiny-block models).
+    A position attends to its own block and the blocks before it only, so the keys and values of
+    every block before the active one are final once its tokens are. Each call compares the canvas
+    with the tokens the cache was computed from, and recomputes from the first changed position's
+    block (rounded down to a block boundary) to the end of the active block, over the cached prefix;
+    nothing after the active block is ever computed. In a decoding block that is the block alone
+    at every step, plus the finished block once at the next block's first step (its commit pass);
+    the first call computes the prompt and the first block in one pass. A rule that edits an
+    earlier block (DraftEdit's multi-block editing) makes the cache recompute from there, so the
+    logits every rule reads equal the uncached model's (tested token for token). Logits after the
+    active block are not computed (left as they were): no rule reads them."""
+    shares_logits = True
+
+    def __init__(self, lm: Denoiser):
+        if lm.kind != "masked":
+            raise ValueError(f"BlockCache is for masked diffusion models; {lm.name!r} is {lm.kind}")
+        self.block = model_block(lm)
+        if not self.block or not hasattr(lm.net, "run"):
+            raise ValueError(f"BlockCache is exact only for a block-diffusion TinyDLM (config block_size > 0); "
+                             f"{lm.name!r} attends over the whole canvas: use PrefixCache or DualCache")
+        super().__init__(lm)
+        self.shift = bool(getattr(lm.net.config, "shift_logits", False))
+        self.computed = self.reused = 0          # positions recomputed / read from the cache, over all calls
+        self.passes = 0
+        self._end: int | None = None
+        self._ids = self._mask = self._kv = self._raw = self._logits = None
+
+    def begin_block(self, start: int, end: int) -> None:
+        """Called by the decoding loop as block [start, end) starts: calls compute up to `end`."""
+        if start % self.block or end % self.block:
+            raise ValueError(f"a decoding block [{start}, {end}) must start and end on the model's blocks of "
+                             f"{self.block} tokens (decode pads the prompt to a multiple of block_size)")
+        self._end = end
+
+    def _kept(self, x: torch.Tensor, attention_mask) -> int:
+        """How many leading positions the cache computed from the same tokens (0 = none)."""
+        if self._ids is None or self._ids.shape[0] != x.shape[0]:
+            return 0
+        if (attention_mask is None) != (self._mask is None) or (
+                attention_mask is not None and not torch.equal(attention_mask[:, :self._mask.shape[1]], self._mask)):
+            return 0
+        n = min(x.shape[1], self._ids.shape[1])
+        same = (x[:, :n] == self._ids[:, :n]).all(0)                              # (n,)
+        return n if bool(same.all()) else int(same.int().argmin())
+
+    @torch.no_grad()
+    def __call__(self, x: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, L) → logits (B, L, V), exact up to the active block's end (the wrapper's own
+        buffer, valid until the next call)."""
+        B, L = x.shape
+        e = L if self._end is None or self._end > L else self._end
+        d = self._kept(x[:, :e], attention_mask)
+        r = min(d // self.block * self.block, max(0, e - self.block))       # recompute [r, e): whole blocks
+        past = None if r == 0 else [(k[:, :, :r], v[:, :, :r]) for k, v in self._kv]
+        raw, self._kv = self.lm.net.run(x[:, r:e], attention_mask, past=past, start=r)     # (B, e - r, V)
+        if self._raw is None or r == 0 or self._raw.shape[1] < L:
+            grown = raw.new_zeros(B, L, raw.shape[-1])                                      # (B, L, V)
+            if r:
+                grown[:, :r] = self._raw[:, :r]
+            self._raw, self._logits = grown, grown.clone()
+        self._raw[:, r:e] = raw
+        if self.shift:      # position i is read from hidden i-1; position 0 from itself
+            lo = max(r, 1)
+            self._logits[:, lo:e] = self._raw[:, lo - 1:e - 1]
+            if r == 0:
+                self._logits[:, 0] = self._raw[:, 0]
+        else:
+            self._logits[:, r:e] = raw
+        self._ids = x[:, :e].clone()
+        self._mask = None if attention_mask is None else attention_mask[:, :e].clone()
+        self.passes += 1
+        self.computed, self.reused = self.computed + e - r, self.reused + r
+        return self._logits[:, :L]
+
+
 class CausalCache(Wrapper):
     """Exact KV cache of a causal model (e.g. the tiny-ar twin): reuse every position whose tokens
     up to and including it are unchanged since the last call, recompute the rest. The decoding
@@ -192,4 +272,4 @@ class CausalCache(Wrapper):
         return self._logits[:, :n]
 
 
-__all__ = ["COMPILE_MODES", "CausalCache", "DualCache", "PrefixCache"]
+__all__ = ["BlockCache", "COMPILE_MODES", "CausalCache", "DualCache", "PrefixCache"]
