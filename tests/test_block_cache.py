@@ -3,40 +3,15 @@ of whole model blocks, and BlockCache, the exact KV cache (token-identical to un
 every rule, multi-block editing, guidance and batches of uneven prompts), and the EOS stop."""
 from __future__ import annotations
 
-import tempfile
-
 import pytest
 import torch
 
 import labkit as lk
+from block_common import random_char_model, shared_char_model
 from labkit.decode import padded_length
 from labkit.models.kv_cache import BlockCache, DualCache
-from labkit.models.tiny_net import TinyDLM, TinyDLMConfig
 from labkit.samplers.knobs import KnobError
 from labkit.samplers.registry import NAMES
-
-_MODELS: dict = {}
-
-
-def loaded(block_size: int, shift: bool = False):
-    """A random char-vocabulary TinyDLM, weights scaled up so attention is far from uniform."""
-    key = (block_size, shift)
-    if key not in _MODELS:
-        tok = lk.load("tiny-sudoku").tokenizer                              # a character tokenizer
-        torch.manual_seed(0)
-        net = TinyDLM(TinyDLMConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                    intermediate_size=64, max_position_embeddings=96, block_size=block_size,
-                                    shift_logits=shift, mask_token_id=tok.mask_token_id,
-                                    pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)).eval()
-        with torch.no_grad():
-            for p in net.parameters():
-                p.mul_(20)
-        with tempfile.TemporaryDirectory() as tmp:
-            net.save_pretrained(tmp)
-            tok.save_pretrained(tmp)
-            _MODELS[key] = lk.load(tmp)
-    return _MODELS[key]
-
 
 PROMPTS = ["abcdef", "123456789"]                                          # 6 and 9 characters: padded to 12
 RULES = [r for r in NAMES if r != "autoregressive"]
@@ -45,7 +20,7 @@ RULES = [r for r in NAMES if r != "autoregressive"]
 @pytest.mark.parametrize("shift", [False, True])
 @pytest.mark.parametrize("rule", RULES)
 def test_block_cache_is_token_identical(rule, shift):
-    lm = loaded(4, shift)
+    lm = shared_char_model(4, shift)
     knobs = dict(gen_length=16, block_length=8, steps=16, seed=0)
     want = lk.generate(lm, PROMPTS, rule, **knobs)
     cached = BlockCache(lm)
@@ -56,7 +31,7 @@ def test_block_cache_is_token_identical(rule, shift):
 
 @pytest.mark.parametrize("knobs", [dict(mbe_blocks=2), dict(temperature=0.8), dict()])
 def test_identical_with_multi_block_editing_sampling_and_guidance(knobs):
-    lm = loaded(4, True)
+    lm = shared_char_model(4, True)
     sampler = lk.DraftEdit.speed(**knobs) if knobs else "low_confidence"
     extra = dict(cfg_scale=1.0) if not knobs else {}
     kw = dict(gen_length=24, block_length=4, steps=24, seed=3, **extra)
@@ -67,7 +42,7 @@ def test_identical_with_multi_block_editing_sampling_and_guidance(knobs):
 def test_the_control_full_attention_differs_and_is_refused():
     """On the same network with full attention an approximate cache changes answers (so the
     equality above could fail), and BlockCache refuses a model it would not be exact for."""
-    lm = loaded(0)
+    lm = shared_char_model(0)
     kw = dict(gen_length=16, block_length=4, steps=16, seed=0)
     assert not all(torch.equal(lk.generate(DualCache(lm), PROMPTS, r, **kw).ids, lk.generate(lm, PROMPTS, r, **kw).ids)
                    for r in ("low_confidence", "speed", "threshold"))
@@ -76,9 +51,9 @@ def test_the_control_full_attention_differs_and_is_refused():
 
 
 def test_prompt_is_padded_onto_the_blocks():
-    lm = loaded(4)
+    lm = shared_char_model(4)
     assert [padded_length(lm, n) for n in (1, 4, 6, 9)] == [4, 4, 8, 12]
-    assert padded_length(loaded(0), 9) == 9
+    assert padded_length(shared_char_model(0), 9) == 9
     out = lk.generate(lm, PROMPTS, "low_confidence", gen_length=8, block_length=4, steps=8)
     assert out.trace.prompt_len == 12
     with pytest.raises(KnobError, match="block_length must be a multiple of .* block size"):
@@ -88,7 +63,7 @@ def test_prompt_is_padded_onto_the_blocks():
 def test_the_cache_computes_only_the_block():
     """Greedy decoding of 2 blocks of 4 with 4 steps each: the first pass computes the prompt and
     the first block, every other one block only (plus the finished block at a block's first step)."""
-    lm = loaded(4)
+    lm = shared_char_model(4)
     cached = BlockCache(lm)
     lk.generate(cached, ["abcdefgh"], "low_confidence", gen_length=8, block_length=4, steps=8)
     assert cached.passes == 8
@@ -99,7 +74,7 @@ def test_eos_stop_ends_at_the_first_block_holding_eos():
     """A model whose every prediction is EOS: with eos_early_stop the run ends inside the first
     block (once an EOS has everything before it decided); without, it fills the whole canvas (the
     NFE a fixed length spends)."""
-    lm = loaded(4)
+    lm = shared_char_model(4)
     eos = lm.eos_id
     net = lm.net
 
@@ -116,6 +91,5 @@ def test_eos_stop_ends_at_the_first_block_holding_eos():
         fixed = lk.generate(BlockCache(lm), PROMPTS, "low_confidence", **kw)
     finally:
         net.lm_head = old
-        _MODELS.pop((4, False))
     assert stop.stats["nfe"] <= 4 and fixed.stats["nfe"] == 32             # inside the first block
     assert all(t == "" for t in stop.texts)

@@ -3,12 +3,12 @@ entry by entry, the independence of a block from every later one, and the exact 
 cache it gives (decoding with the cache token-identical to decoding without)."""
 from __future__ import annotations
 
-import tempfile
 
 import pytest
 import torch
 
 import labkit as lk
+from block_common import shared_char_model
 from labkit.models.kv_cache import DualCache, PrefixCache
 from labkit.models.tiny_net import TinyDLM, TinyDLMConfig, block_causal_mask
 
@@ -73,23 +73,6 @@ def test_the_cache_is_exact_for_a_block_model_only(cache):
         assert torch.allclose(got, want, atol=1e-4) == exact, (block_size, (got - want).abs().max())
 
 
-def loaded(block_size: int):
-    """A random char-vocabulary TinyDLM, its weights scaled up so attention is far from uniform."""
-    tok = lk.load("tiny-sudoku").tokenizer                                  # a character tokenizer, 77 ids
-    torch.manual_seed(0)
-    net = TinyDLM(TinyDLMConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                intermediate_size=64, max_position_embeddings=64, block_size=block_size,
-                                mask_token_id=tok.mask_token_id, pad_token_id=tok.pad_token_id,
-                                eos_token_id=tok.eos_token_id)).eval()
-    with torch.no_grad():
-        for p in net.parameters():
-            p.mul_(20)
-    with tempfile.TemporaryDirectory() as tmp:
-        net.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        return lk.load(tmp)
-
-
 @pytest.mark.parametrize("cache", [PrefixCache, DualCache])
 def test_cached_block_decoding_is_token_identical(cache):
     """Every rule, draft-and-edit included, decodes the same tokens with the cache as without on a
@@ -99,7 +82,7 @@ def test_cached_block_decoding_is_token_identical(cache):
     knobs = dict(gen_length=16, block_length=4, steps=16, seed=0)
     rules = ("low_confidence", "threshold", "speed")
     same = {bs: [torch.equal(lk.generate(lm, prompts, r, **knobs).ids, lk.generate(cache(lm), prompts, r, **knobs).ids)
-                 for r in rules] for bs, lm in ((4, loaded(4)), (0, loaded(0)))}
+                 for r in rules] for bs, lm in ((4, shared_char_model(4)), (0, shared_char_model(0)))}
     assert all(same[4]) and not all(same[0]), same
 
 
