@@ -15,7 +15,7 @@ from . import controls as ctl
 from .accel import Accel, check_accel
 from .models import formats
 from .models.handle import Denoiser, model_block
-from .output import Output, answer_texts, check_seed, collect, until_stop
+from .output import Output, answer_texts, check_seed, collect, cut_at_stop, until_stop
 from .prompts import chat_text, prompt_texts  # noqa: F401  (chat_text: still importable from here, its old home)
 from .samplers.base import DecodeState, Sampler, StepRecord
 from .samplers.knobs import BLOCK_LENGTH, CFG_SCALE, GEN_LENGTH, PENALTY_LAMBDA, STEPS, KnobError
@@ -152,6 +152,7 @@ class _Run:
     eos_early_stop: bool
     generator: torch.Generator
     done: torch.Tensor               # (B,) bool: rows stopped at an EOS for good
+    stop_seqs: tuple = ()            # (m,) long tensors: token sequences that end an answer (`stop`)
     accel: Accel = Accel()
     global_step: int = 0
 
@@ -162,17 +163,18 @@ class _Run:
         (each block starts with block_length >= steps_per_block masks and ceil(m / r) commits
         leave at least one mask until the last step)."""
         return (self.accel.sync == "block" and type(self.sampler) is LowConfidence and not self.controls
-                and not self.eos_early_stop)
+                and not self.eos_early_stop and not self.stop_seqs)
 
 
 def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_length: int, steps: int,
              cfg_scale: float, eos_early_stop: bool, penalty_lambda: float, generator, seed, controls,
-             accel: Accel | None = None, canvases=None) -> _Run:
+             accel: Accel | None = None, canvases=None, stop=()) -> _Run:
     """Check every knob, then lay out the canvas: prompts left-padded to P tokens (a multiple of a
     block model's block size: `padded_length`), gen_length
     masks after them, an in-place question's fixed characters (`canvases`, formats.fit) and
     controls' fixed text written and frozen."""
     encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale, penalty_lambda)
+    stop_seqs = tuple(torch.tensor(lm.encode(text), dtype=torch.long, device=lm.device) for text in check_stop(stop))
     generator = _generator(lm, generator, seed)
     B, P = len(encoded), padded_length(lm, max(map(len, encoded)))
     x = torch.full((B, P + gen_length), lm.mask_id, dtype=torch.long)
@@ -197,7 +199,15 @@ def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_l
     return _Run(lm=lm, sampler=sampler, controls=controls, canvas=canvas, model=model, x=x, frozen=frozen,
                 prompt_len=P, num_blocks=num_blocks, block_length=block_length,
                 steps_per_block=steps // num_blocks, eos_early_stop=eos_early_stop, generator=generator,
-                done=torch.zeros(B, dtype=torch.bool, device=x.device), accel=check_accel(accel))
+                done=torch.zeros(B, dtype=torch.bool, device=x.device), accel=check_accel(accel), stop_seqs=stop_seqs)
+
+
+def check_stop(stop) -> tuple[str, ...]:
+    """`stop`: a string or a sequence of non-empty strings (OpenAI's `stop`), as a tuple."""
+    stop = (stop,) if isinstance(stop, str) else stop
+    if not isinstance(stop, (tuple, list)) or not all(isinstance(t, str) and t for t in stop):
+        raise ValueError(f"stop must be a non-empty string or a list of them, got {stop!r}")
+    return tuple(stop)
 
 
 def _one_token(lm: Denoiser, ch: str) -> int:
@@ -256,7 +266,9 @@ def _block(run: _Run, block: int) -> Iterator[StepRecord]:
     post = torch.zeros(B, dtype=torch.long, device=run.x.device)      # post steps taken per row
     converged = torch.zeros(B, dtype=torch.bool, device=run.x.device)
     stop_ids = torch.tensor(lm.stop_ids, dtype=torch.long, device=run.x.device)
-    watch_eos = run.eos_early_stop and stop_ids.numel() > 0
+    if not run.eos_early_stop:
+        stop_ids = stop_ids[:0]
+    watch_eos = stop_ids.numel() > 0 or bool(run.stop_seqs)
     for step in range(budget):
         state = DecodeState(x=run.x, frozen=run.frozen, block_start=s, block_end=e, block=block, step=step,
                             steps=budget, global_step=run.global_step, mask_id=lm.mask_id, stop_ids=lm.stop_ids)
@@ -275,11 +287,11 @@ def _block(run: _Run, block: int) -> Iterator[StepRecord]:
             converged |= live & full & ~changed
         run.x = rec.tokens
         if watch_eos and not max_post:
-            run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id)
+            run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id, run.stop_seqs)
         run.global_step += 1
         yield rec
     if watch_eos and max_post:                          # editing rules: checked when the block is done
-        run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id)
+        run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id, run.stop_seqs)
 
 
 def _step(run: _Run, state: DecodeState, live: torch.Tensor) -> StepRecord:
@@ -305,7 +317,7 @@ def _step(run: _Run, state: DecodeState, live: torch.Tensor) -> StepRecord:
 def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_length: int = 32,
            steps: int = 64, cfg_scale: float = 0.0, eos_early_stop: bool = False,
            penalty_lambda: float = 0.0, generator: torch.Generator | None = None,
-           seed: int | None = None, controls=(), accel: Accel | None = None) -> Iterator[StepRecord]:
+           seed: int | None = None, controls=(), accel: Accel | None = None, stop=()) -> Iterator[StepRecord]:
     """Yield one StepRecord per forward pass: the mask loop (the continuous sampler and the
     DiffusionGemma recorder are the other loops, in continuous.py and recorded.py).
 
@@ -329,13 +341,18 @@ def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_le
     positions they fix are frozen, and records then carry `pinned` (fixed answer positions).
 
     `accel`: an lk.Accel (how often the loop reads the device; labkit.accel). Never changes
-    what is written."""
+    what is written.
+
+    `stop`: strings that end an answer (OpenAI's `stop`): a row stops for good once one of them is
+    written in full, as its tokens, with everything before it decided (no `eos_early_stop`
+    needed); texts are cut before it. With a block model the answer's length is then not fixed in
+    advance: the canvas is a maximum, and blocks after the stop are never decoded."""
     sampler = resolve(sampler) or default_sampler(lm)
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
                  eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
     prompt, canvases, knobs = fit_question(lm, prompt, knobs)
     run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=ctl.check(controls),
-                   accel=check_accel(accel), canvases=canvases, **knobs)
+                   accel=check_accel(accel), canvases=canvases, stop=stop, **knobs)
     return _records(run, None)
 
 
@@ -350,12 +367,19 @@ def _only_rows(rec: StepRecord, live: torch.Tensor | None, x: torch.Tensor, chec
                    committed=rec.committed & ~keep, edited=rec.edited & ~keep)
 
 
-def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int) -> torch.Tensor:
-    """(B,) bool: the row has an EOS / EoT in its answer with every position before it decided."""
-    answer = x[:, P:]
-    is_stop = torch.isin(answer, stop_ids)
-    first = torch.where(is_stop.any(-1), is_stop.int().argmax(-1), answer.shape[1])      # (B,)
-    before = torch.arange(answer.shape[1], device=x.device)[None, :] < first[:, None]
+def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int, stop_seqs=()) -> torch.Tensor:
+    """(B,) bool: the row has an EOS / EoT (or one of the token sequences `stop_seqs`, written in
+    full) in its answer with every position before it decided."""
+    answer = x[:, P:]                                                       # (B, A)
+    B, A = answer.shape
+    is_stop = torch.isin(answer, stop_ids)                                  # (B, A): where an answer may end
+    for seq in stop_seqs:
+        m = len(seq)
+        if m <= A:
+            hit = (answer.unfold(1, m, 1) == seq).all(-1)                   # (B, A - m + 1): seq starts here
+            is_stop[:, :A - m + 1] |= hit
+    first = torch.where(is_stop.any(-1), is_stop.int().argmax(-1), A)      # (B,)
+    before = torch.arange(A, device=x.device)[None, :] < first[:, None]
     return is_stop.any(-1) & ~((answer == mask_id) & before).any(-1)
 
 
@@ -363,7 +387,7 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
              gen_length: int = 64, block_length: int = 32, steps: int = 64, cfg_scale: float = 0.0,
              eos_early_stop: bool = False, penalty_lambda: float = 0.0,
              generator: torch.Generator | None = None, seed: int | None = None, controls=(),
-             on_start: Callable[[Trace], None] | None = None, accel: Accel | None = None) -> Output:
+             on_start: Callable[[Trace], None] | None = None, accel: Accel | None = None, stop=()) -> Output:
     """stream() collected into an Output(ids, texts, trace, stats). Texts end at the first EOS.
     `on_start(trace)` is called with the run's trace before the first step, and `on_step(rec)`
     after each step once the trace holds it (the lab panel draws the trace as it fills); an
@@ -376,6 +400,9 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     A model whose canvas starts from uniform noise (DiffusionGemma) has no mask to fill: it runs
     its own generate(), recorded step by step (labkit.recorded.generate_uniform)."""
     if getattr(lm.family, "noise", None) == "uniform":
+        if stop:
+            raise ValueError("stop: a model whose canvas starts from uniform noise runs its own generate(), "
+                             "which has no stop strings")
         from .recorded import generate_uniform
         return generate_uniform(lm, prompt, sampler, on_step=on_step, on_start=on_start, gen_length=gen_length,
                                 block_length=block_length, steps=steps, cfg_scale=cfg_scale,
@@ -389,10 +416,10 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     t0 = time.perf_counter()
     prompt, canvases, knobs = fit_question(lm, prompt, knobs)
     run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=controls, accel=accel,
-                   canvases=canvases, **knobs)
+                   canvases=canvases, stop=stop, **knobs)
     trace = Trace(prompt_len=run.prompt_len, mask_id=lm.mask_id, init=run.x.cpu())
     trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=run.x.shape[0],
-                      controls=[repr(c) for c in controls])
+                      controls=[repr(c) for c in controls], **({"stop": list(check_stop(stop))} if stop else {}))
     if on_start is not None:
         on_start(trace)
     for rec in _records(run, trace):
@@ -403,4 +430,5 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     final, P = trace.final, trace.prompt_len
     given = sum(ch is not None for canvas in canvases or () for ch in canvas)   # an in-place question's own
     gen_tokens = int((final[:, P:] != lm.mask_id).sum()) - given
-    return collect(trace, answer_texts(lm, final, P), seconds=seconds, gen_tokens=gen_tokens)
+    texts = [cut_at_stop(t, check_stop(stop)) for t in answer_texts(lm, final, P)] if stop else answer_texts(lm, final, P)
+    return collect(trace, texts, seconds=seconds, gen_tokens=gen_tokens)

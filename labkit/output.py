@@ -42,6 +42,12 @@ def until_stop(ids: list[int], stop_ids) -> list[int]:
     return ids
 
 
+def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
+    """`text` up to (not including) the earliest of the stop strings in it."""
+    at = [i for s in stop if (i := text.find(s)) >= 0]
+    return text[:min(at)] if at else text
+
+
 def answer_texts(lm, ids: torch.Tensor, prompt_len: int) -> list[str]:
     """ids (B, L) → each row's answer (positions prompt_len onward) up to its first stop id, as text
     (`lm.decode`, `lm.stop_ids`: any Denoiser)."""
@@ -62,4 +68,4 @@ def collect(trace: Trace, texts: list[str], *, seconds: float, gen_tokens: int, 
     return cls(ids=trace.final.long(), texts=texts, trace=trace, stats=stats, **fields)
 
 
-__all__ = ["Output", "answer_texts", "check_seed", "collect", "until_stop"]
+__all__ = ["Output", "answer_texts", "check_seed", "collect", "cut_at_stop", "until_stop"]

@@ -74,22 +74,40 @@ def test_eos_stop_ends_at_the_first_block_holding_eos():
     """A model whose every prediction is EOS: with eos_early_stop the run ends inside the first
     block (once an EOS has everything before it decided); without, it fills the whole canvas (the
     NFE a fixed length spends)."""
-    lm = shared_char_model(4)
-    eos = lm.eos_id
-    net = lm.net
-
-    class EOSHead(torch.nn.Module):
-        def forward(self, h):
-            out = torch.zeros(*h.shape[:-1], net.config.vocab_size)
-            out[..., eos] = 1.0
-            return out
-    old = net.lm_head
-    net.lm_head = EOSHead()
-    try:
-        kw = dict(gen_length=32, block_length=4, steps=32)
-        stop = lk.generate(BlockCache(lm), PROMPTS, "low_confidence", eos_early_stop=True, **kw)
-        fixed = lk.generate(BlockCache(lm), PROMPTS, "low_confidence", **kw)
-    finally:
-        net.lm_head = old
+    lm = random_char_model(4)                                               # its own: the head is replaced
+    _constant_head(lm, lm.eos_id)
+    kw = dict(gen_length=32, block_length=4, steps=32)
+    stop = lk.generate(BlockCache(lm), PROMPTS, "low_confidence", eos_early_stop=True, **kw)
+    fixed = lk.generate(BlockCache(lm), PROMPTS, "low_confidence", **kw)
     assert stop.stats["nfe"] <= 4 and fixed.stats["nfe"] == 32             # inside the first block
     assert all(t == "" for t in stop.texts)
+
+
+def _constant_head(lm, token: int):
+    net = lm.net
+
+    class Head(torch.nn.Module):
+        def forward(self, h):
+            out = torch.zeros(*h.shape[:-1], net.config.vocab_size)
+            out[..., token] = 1.0
+            return out
+    net.lm_head = Head()
+    return lm
+
+
+@pytest.mark.parametrize("block_size", [4, 0])
+def test_stop_strings_end_the_answer(block_size):
+    """A model that always writes 'x': stop="xx" ends each row once two x are decided (two steps of
+    one token), the text cut before it; a stop that is never written changes nothing."""
+    lm = random_char_model(block_size)
+    _constant_head(lm, lm.encode("x")[0])
+    kw = dict(gen_length=32, block_length=4, steps=32)
+    out = lk.generate(lm, PROMPTS, "low_confidence", stop="xx", **kw)
+    assert out.stats["nfe"] == 2 and out.texts == ["", ""] and out.trace.meta["stop"] == ["xx"]
+    out = lk.generate(lm, PROMPTS, "low_confidence", stop=["zz", "xxx"], **kw)
+    assert out.stats["nfe"] == 3
+    never = lk.generate(lm, PROMPTS, "low_confidence", stop="zz", **kw)
+    assert never.stats["nfe"] == 32 and never.texts == ["x" * 32] * 2
+    for bad in ("", [""], 3, ["a", 1]):
+        with pytest.raises(ValueError, match="stop must be"):
+            lk.generate(lm, PROMPTS, stop=bad, **kw)

@@ -77,6 +77,6 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="mc_num"):
         predicted_bits(as_block_model(ar, 2), torch.zeros(3, 8, dtype=torch.long), mc_num=0)
     with pytest.raises(ValueError, match="block_size must be"):
-        as_block_model(ar, 0)
+        as_block_model(ar, -1)
     with pytest.raises(ValueError, match="causal labkit TinyDLM"):
         as_block_model(as_block_model(ar, 2), 2)

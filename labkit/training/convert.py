@@ -45,7 +45,8 @@ def anneal_layout(ratio: float, L: int, generator: torch.Generator | None = None
 
 def as_block_model(ar, block_size: int = 1):
     """An AR model's own weights as a block-diffusion model before any training (a DLM handle):
-    block-causal attention with blocks of `block_size` and the token shift. At block size 1 each
+    block-causal attention with blocks of `block_size` (0: full attention, Dream's conversion at
+    its step 0) and the token shift. At block size 1 each
     masked token is read from the clean hidden state before it, so its likelihood is the AR
     model's exactly: where LLaDA2.0's block-size warm-up starts (a test of the mask and the shift)."""
     from ..models.handle import DLM
@@ -53,8 +54,8 @@ def as_block_model(ar, block_size: int = 1):
 
     if getattr(ar, "kind", None) != "causal" or not isinstance(getattr(ar, "net", None), TinyDLM):
         raise ValueError(f"as_block_model needs a causal labkit TinyDLM (tiny-ar), got {getattr(ar, 'name', ar)!r}")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be an integer >= 1, got {block_size!r}")
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 0:
+        raise ValueError(f"block_size must be an integer >= 0 (0 = full attention), got {block_size!r}")
     cfg = ar.net.config.to_dict()
     cfg.update(is_causal=False, shift_logits=True, block_size=block_size)
     for key in ("architectures", "model_type", "transformers_version", "auto_map"):
@@ -62,6 +63,6 @@ def as_block_model(ar, block_size: int = 1):
     net = TinyDLM(TinyDLMConfig(**cfg)).to(ar.device).eval()
     net.load_state_dict(ar.net.state_dict())
     return DLM(net=net, tokenizer=ar.tokenizer, mask_id=ar.tokenizer.mask_token_id, eos_id=ar.eos_id, pad_id=ar.pad_id,
-               name=f"{ar.name} as block-{block_size}", kind="masked", max_length=ar.max_length)
+               name=f"{ar.name} as block-{block_size}" if block_size else f"{ar.name} opened", kind="masked", max_length=ar.max_length)
 
 __all__ = ["anneal_layout", "anneal_ratio", "as_block_model", "block_at"]
