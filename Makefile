@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebooks student slides doctor model model-ar model-cap model-tasks model-rl bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebooks student slides doctor model model-ar model-cap model-tasks model-rl model-block install-block bench-blocks bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -84,6 +84,33 @@ model: install
 model-cap: install
 	$(BIN)/labkit train --recipe tiny-cap --out runs/tiny-cap
 	$(call install_model,tiny-cap)
+
+# Block diffusion and conversion from tiny-ar (issue 41; labkit.training.convert), two queues of one thread
+# each, minutes measured here with both queues running: tiny-block4-from-ar (converted, block warm-up
+# 1 -> 4) then tiny-anneal (full attention opened gradually) then tiny-block4-edit (T2T fine-tune), and
+# tiny-block4 (from scratch) then tiny-scratch (full attention from scratch) then tiny-block16 (converted).
+# Each keeps snapshots at 10/25/50% for the curves; the committed ones are stored at 16 bits where
+# their figures hold (labkit.training.storage). Then `make bench-blocks`.
+BLOCK_QUEUE_A := tiny-block4-from-ar tiny-anneal tiny-block4-edit
+BLOCK_QUEUE_B := tiny-block4 tiny-scratch tiny-block16
+BLOCK_MODELS := tiny-block4-from-ar tiny-block4 tiny-block16 tiny-block4-edit
+model-block: install
+	for r in $(BLOCK_QUEUE_A) $(BLOCK_QUEUE_B); do mkdir -p runs/$$r; cp -n labkit/weights/tiny/tokenizer.json labkit/weights/tiny/tokenizer_config.json runs/$$r/; done
+	( for r in $(BLOCK_QUEUE_A); do OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe $$r --out runs/$$r --keep-steps 120,300,600 || exit 1; \
+	    [ $$r = tiny-block4-from-ar ] && { mkdir -p labkit/weights/$$r && cp runs/$$r/*.json runs/$$r/model.safetensors labkit/weights/$$r/; }; done ) & \
+	( for r in $(BLOCK_QUEUE_B); do OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe $$r --out runs/$$r --keep-steps 120,300,600 || exit 1; done ) & \
+	wait
+	for r in $(BLOCK_MODELS); do $(MAKE) --no-print-directory install-block MODEL=$$r || exit 1; done
+
+install-block:
+	mkdir -p labkit/weights/$(MODEL)
+	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(MODEL)/'+f, 'labkit/weights/$(MODEL)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
+	$(BIN)/python -c "from labkit.training.storage import store_16bit; print(store_16bit('labkit/weights/$(MODEL)'))"
+	$(BIN)/labkit eval --model $(MODEL) --card
+
+bench-blocks: install
+	$(BIN)/labkit bench blocks --out benchmarks/results
+	$(BIN)/python benchmarks/make_blocks_section.py
 
 define install_model
 	mkdir -p labkit/weights/$(1)

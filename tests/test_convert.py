@@ -114,3 +114,50 @@ def test_a_block_run_trains_snapshots_and_resumes(tmp_path):
     assert lk.load(str(tmp_path / "run" / "step-1")).net.config.block_size == 4
     again = train(cfg, tmp_path / "run", progress=False, log=lambda *a: None)
     assert again == out
+
+
+def test_store_16bit_halves_the_file_and_records_the_check(tmp_path):
+    import json
+
+    import labkit as lk
+    from labkit.models.load import weights_dir
+    from labkit.models.tokenizer import load_tokenizer
+    from labkit.training.loop import build_model
+    from labkit.training.storage import store_16bit
+    tok = load_tokenizer(weights_dir() / "tiny")
+    net = build_model(TrainConfig(block_size=4, hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64), tok)
+    net.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    (tmp_path / "training.json").write_text(json.dumps({"config": {}}))
+    size = (tmp_path / "model.safetensors").stat().st_size
+    rec = store_16bit(tmp_path, windows=4)
+    assert rec["bits"] == 16 and abs(rec["bits_per_token_16"] - rec["bits_per_token_32"]) <= 0.005
+    assert (tmp_path / "model.safetensors").stat().st_size < 0.6 * size
+    assert json.loads((tmp_path / "training.json").read_text())["stored"] == rec
+    assert next(lk.load(str(tmp_path)).net.parameters()).dtype == torch.float32
+    with pytest.raises(ValueError, match="16 bits already"):
+        store_16bit(tmp_path)
+
+
+def test_the_card_of_a_converted_block_model(tmp_path):
+    import dataclasses
+    import json
+
+    from labkit.models.load import weights_dir
+    from labkit.models.tokenizer import load_tokenizer
+    from labkit.training.card import write_card
+    from labkit.training.loop import build_model
+    tok = load_tokenizer(weights_dir() / "tiny")
+    cfg = dataclasses.replace(RECIPES["tiny-block4-from-ar"], init_from="")
+    build_model(dataclasses.replace(cfg, hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64),
+                tok).save_pretrained(tmp_path)
+    stored = {"bits": 16, "bits_per_token_32": 5.7012, "bits_per_token_16": 5.7019, "windows": 16, "bytes_32": 2,
+              "bytes": 1e6}
+    (tmp_path / "training.json").write_text(json.dumps({"config": {**dataclasses.asdict(cfg), "init_from": "tiny-ar"},
+                                                        "train_seconds": 60.0, "device": "cpu", "stored": stored,
+                                                        "heldout_plays": ["macbeth"]}))
+    text = write_card(str(tmp_path), {"elbo_bits_per_token": 5.7, "elbo_estimator": "block ELBO"}).read_text()
+    assert "Block diffusion (LLaDA2.x, BD3-LM): block-causal attention over blocks of 4" in text
+    assert "blocks of 1, 2, 4 ... up to 4 over the first 120 steps" in text
+    assert "Initialised from the causal `tiny-ar`" in text and "elbo_bits_per_token: the block ELBO." in text
+    assert "Stored at 16 bits (1.0 MB)" in text and "5.7012 at 32 bits, 5.7019 at 16" in text

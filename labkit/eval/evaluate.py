@@ -19,7 +19,8 @@ from ..decode import generate
 from ..training.corpus import load_plays
 from ..training.losses import EPS, stratified_t
 from ..training.prompts import sample_prompts
-from .likelihood import ar_bits, check_mc_num, require_kind
+from ..models.handle import model_block
+from .likelihood import ar_bits, check_mc_num, predicted_bits, require_kind
 from .metrics import distinct_n, word_validity
 
 WINDOW = 256            # tokens per held-out window (at most the model's context)
@@ -104,11 +105,19 @@ def evaluate(lm, seed: int = 0) -> dict:
         return {"nll_bits_per_token": round(ar["bits_per_token"], 4), "bits_per_token": round(ar["bits_per_token"], 4),
                 "bits_per_token_se": round(ar["se"], 4), "heldout_tokens": int(windows.numel())}
     q = sample_quality(lm, seed=seed)
-    elbo, elbo_se = elbo_bits_and_se(lm, windows, seed=seed)
+    block = {}
+    if model_block(lm):            # a block model's bound: each block given the clean blocks before it
+        r = predicted_bits(lm, windows, mc_num=4, seed=seed)
+        elbo, elbo_se = r["bits_per_token"], r["se"]
+        block = {"block_size": model_block(lm), "elbo_estimator": "block ELBO of positions 1..L-1 given token 0 "
+                                                                  "(labkit.eval.likelihood.predicted_bits, 4 draws)"}
+    else:
+        elbo, elbo_se = elbo_bits_and_se(lm, windows, seed=seed)
     return {
         **{f"mask_acc_{r}": round(masked_accuracy(lm, windows, r, seed), 4) for r in MASK_RATIOS},
         "elbo_bits_per_token": round(elbo, 4),
         "elbo_bits_per_token_se": round(elbo_se, 4),
+        **block,
         "word_validity": round(q["word_validity"], 4),
         "distinct_2": round(q["distinct_2"], 4),
         "heldout_tokens": int(windows.numel()),

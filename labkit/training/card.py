@@ -23,6 +23,17 @@ def _extras(cfg: dict) -> list[str]:
         else:
             lines.append(f"- Fine-tuned from `{cfg['init_from']}` (same architecture"
                          + (", shifted logits)." if cfg.get("shift_logits") else ")."))
+    if cfg.get("block_size"):
+        lines.append(f"- Block diffusion (LLaDA2.x, BD3-LM): block-causal attention over blocks of {cfg['block_size']} "
+                     "tokens (a block sees itself and the blocks before it), trained in one pass over the noisy "
+                     "canvas and the clean sequence side by side, each block masked at its own rate t with CE / t "
+                     "(`losses.block_diffusion_loss`); exact KV cache: `labkit.models.kv_cache.BlockCache`.")
+    if cfg.get("block_warmup"):
+        lines.append(f"- Block-size warm-up (LLaDA2.0): blocks of 1, 2, 4 ... up to {cfg['block_size']} over the first "
+                     f"{cfg['block_warmup']} steps (`convert.block_at`); at block 1 the converted model is the AR model.")
+    if cfg.get("attn_anneal"):
+        lines.append(f"- Attention annealed from causal to full (DiffuLLaMA) over the first {cfg['attn_anneal']} steps: "
+                     "each future key opened with probability step / attn_anneal (`convert.anneal_layout`).")
     if cfg.get("distill"):
         lines.append(f"- Self-distillation for parallel decoding (`labkit.training.distill`, after dParallel): the "
                      f"teacher `{cfg['init_from']}` answered {cfg['distill']} training-play prompts "
@@ -115,6 +126,13 @@ def _evaluation_lines(model: str, result: dict) -> list[str]:
         "|---|---|",
     ]
     lines += [f"| {k} | {result[k]} |" for k in EVAL_KEYS if k in result]
+    if "elbo_estimator" in result:
+        lines += ["", f"elbo_bits_per_token: the {result['elbo_estimator']}."]
+    if "stored" in result:
+        s = result["stored"]
+        lines += ["", f"Stored at {s['bits']} bits ({s['bytes'] / 1e6:.1f} MB): bits per token on {s['windows']} "
+                  f"held-out windows {s['bits_per_token_32']} at 32 bits, {s['bits_per_token_16']} at 16 "
+                  "(`labkit.training.storage.store_16bit`)."]
     if "example" in result:
         lines += ["", f"Samples: `{result['sampler']}` with {result['settings']}; 32 prompts from the "
                   "held-out plays, seed 0. Example:", "", "```", result["example"].strip(), "```"]
@@ -128,7 +146,7 @@ def write_card(model: str, result: dict) -> Path:
     training = json.loads((folder / "training.json").read_text())
     cfgm = json.loads((folder / "config.json").read_text())
     lines = [*_model_lines(model, folder, training, cfgm), *_recipe_lines(training),
-             *_evaluation_lines(model, result), ""]
+             *_evaluation_lines(model, {**result, **({"stored": training["stored"]} if "stored" in training else {})}), ""]
     path = folder / "README.md"
     path.write_text("\n".join(lines))
     return path
