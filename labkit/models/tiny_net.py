@@ -259,10 +259,7 @@ class TinyDLM(PreTrainedModel):
         hd = self.config.hidden_size // self.config.num_attention_heads
         cos, sin = rope_tables(L, hd, self.config.rope_theta, noisy.device)          # (L, hd/2)
         cos, sin = torch.cat([cos, cos]), torch.cat([sin, sin])                       # (2L, hd/2)
-        blk = torch.arange(L, device=noisy.device) // b
-        same, before = blk[:, None] == blk[None, :], blk[None, :] < blk[:, None]     # (L, L): [query, key]
-        mask = torch.cat([torch.cat([same, before], 1),                              # noisy queries
-                          torch.cat([torch.zeros_like(same), same | before], 1)])     # clean queries
+        mask = two_stream_mask(L, b, noisy.device)                                    # (2L, 2L)
         x = self.embed(torch.cat([noisy, clean], 1))                                  # (B, 2L, D)
         for layer in self.layers:
             x, _ = layer(x, cos, sin, mask)
@@ -293,6 +290,17 @@ def block_causal_mask(start: int, W: int, L: int, block: int, device=None) -> to
     q = (start + torch.arange(W, device=device)) // block                  # (W,) each query's block
     k = torch.arange(L, device=device) // block                             # (L,)
     return k[None, :] <= q[:, None]
+
+
+def two_stream_mask(L: int, block: int, device=None) -> torch.Tensor:
+    """(2L, 2L) bool [query, key] of block-diffusion training (`TinyDLM.run_two_streams`): positions
+    0..L-1 the noisy canvas, L..2L-1 the clean sequence. A noisy query sees its own noisy block and
+    the clean blocks before it; a clean query sees its own clean block and the clean ones before
+    (`block_causal_mask`); nothing sees a noisy block but itself."""
+    blk = torch.arange(L, device=device) // block
+    same, before = blk[:, None] == blk[None, :], blk[None, :] < blk[:, None]         # (L, L): [query, key]
+    return torch.cat([torch.cat([same, before], 1),                                  # noisy queries
+                      torch.cat([torch.zeros_like(same), same | before], 1)])         # clean queries
 
 
 def register() -> None:
