@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from block_common import random_char_model, shared_char_model
 
 import labkit as lk
-from block_common import random_char_model, shared_char_model
 from labkit.decode import padded_length
 from labkit.models.kv_cache import BlockCache, DualCache
 from labkit.samplers.knobs import KnobError

@@ -3,12 +3,11 @@ entry by entry, the independence of a block from every later one, and the exact 
 cache it gives (decoding with the cache token-identical to decoding without)."""
 from __future__ import annotations
 
-
 import pytest
 import torch
+from block_common import shared_char_model
 
 import labkit as lk
-from block_common import shared_char_model
 from labkit.models.kv_cache import DualCache, PrefixCache
 from labkit.models.tiny_net import TinyDLM, TinyDLMConfig, block_causal_mask
 

@@ -51,13 +51,13 @@ def test_block_estimate_averages_to_the_enumerated_bound():
     exact = 0.0
     with torch.no_grad():
         for pos in blocks:
-            for l in range(1, len(pos) + 1):
-                subsets = list(itertools.combinations(pos, l))
+            for k in range(1, len(pos) + 1):
+                subsets = list(itertools.combinations(pos, k))
                 for S in subsets:
                     xt = x0.clone()
                     xt[0, list(S)] = mask
                     ce = F.cross_entropy(net.run_two_streams(xt, x0, block=3)[0], x0[0], reduction="none")
-                    exact += float(ce[list(S)].sum()) / l / len(subsets)
+                    exact += float(ce[list(S)].sum()) / k / len(subsets)
         g = torch.Generator().manual_seed(0)
         draws = []
         for _ in range(3000):

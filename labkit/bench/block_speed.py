@@ -17,9 +17,9 @@ from __future__ import annotations
 import torch
 
 from ..decode import generate
-from ..output import cut_at_stop
 from ..models.kv_cache import BlockCache, DualCache
 from ..models.load import load
+from ..output import cut_at_stop
 from ..training.corpus import SPEECH_BREAK, load_plays
 from ..training.prompts import sample_prompts
 from .common import interleaved
@@ -38,9 +38,9 @@ def cache_speed(model: str = MODEL, lengths=LENGTHS, repeats: int = 3, log=None)
         P = -(-len(lm.encode(prompt)) // b) * b
         gen = (L - P) // b * b
         knobs = dict(gen_length=gen, block_length=b, steps=gen, seed=0)
-        fns = {"none": lambda: generate(lm, prompt, "low_confidence", **knobs),
-               "block": lambda: generate(BlockCache(lm), prompt, "low_confidence", **knobs),
-               "dual": lambda: generate(DualCache(lm), prompt, "low_confidence", **knobs)}
+        fns = {"none": lambda knobs=knobs: generate(lm, prompt, "low_confidence", **knobs),
+               "block": lambda knobs=knobs: generate(BlockCache(lm), prompt, "low_confidence", **knobs),
+               "dual": lambda knobs=knobs: generate(DualCache(lm), prompt, "low_confidence", **knobs)}
         seconds, outs = interleaved(fns, repeats)
         rows.append({"canvas": P + gen, "prompt": P, "gen_length": gen, "nfe": outs["none"].stats["nfe"],
                      **{f"{k}_seconds": round(v, 3) for k, v in seconds.items()},

@@ -45,6 +45,7 @@ CURVES = {"block 4 from tiny-ar (LLaDA2.0)": "tiny-block4-from-ar", "block 4 fro
 WINDOWS, MC_NUM, CURVE_MC_NUM = 32, 16, 8
 KNOBS = dict(gen_length=128, block_length=32)
 THRESHOLDS = (0.9, 0.7, 0.5)
+FRONTIER_MODELS = ("tiny-block4-from-ar", "tiny-block16", "tiny")          # threshold decoding too: TPF by block size
 
 
 def find_model(name: str, runs: str | Path = "runs"):
@@ -104,13 +105,15 @@ def quality(models=QUALITY_MODELS, n_prompts: int = 24, runs="runs", log=None) -
     ar = load(AR_MODEL)
     prompts = sample_prompts(n_prompts)
     L = KNOBS["gen_length"]
-    rules = {"greedy": (registry.rule("low_confidence"), L), "S mode": (registry.rule("speed"), L),
-             **{f"threshold {t}": (registry.rule("threshold", threshold=t), L) for t in THRESHOLDS}}
+    rules = {"greedy": registry.rule("low_confidence"), "S mode": registry.rule("speed"),
+             "Q mode": registry.rule("quality")}
+    frontier = {f"threshold {t}": registry.rule("threshold", threshold=t) for t in THRESHOLDS}
     rows = {}
     for name in models:
         lm = find_model(name, runs)
         rows[name] = {"block_size": model_block(lm)}
-        for label, (rule, steps) in rules.items():
+        for label, rule in {**rules, **(frontier if name in FRONTIER_MODELS else {})}.items():
+            steps = L
             t0 = time.perf_counter()
             rows[name][label] = quality_row(lm, ar, prompts, rule, steps)
             if log:
@@ -121,7 +124,8 @@ def quality(models=QUALITY_MODELS, n_prompts: int = 24, runs="runs", log=None) -
         "tpf": 1.0, "nfe": round(ar_out.stats["row_nfe"] / len(prompts), 2),
         "word_validity": round(word_validity(ar_out.texts), 4),
         **nats_figures(gen_nats(ar, prompts, ar_out.texts)), "example": ar_out.texts[0]}}
-    return {"prompts": n_prompts, "knobs": KNOBS, "thresholds": list(THRESHOLDS), "rows": rows}
+    return {"prompts": n_prompts, "knobs": KNOBS, "thresholds": list(THRESHOLDS), "frontier_models": list(FRONTIER_MODELS),
+            "rows": rows}
 
 
 def curves(runs="runs", windows: int = WINDOWS, mc_num: int = CURVE_MC_NUM, log=None) -> dict:

@@ -453,6 +453,9 @@ def _bench_blocks(a) -> int:
     old = Path(a.out) / "blocks.json"
     if old.is_file():
         result = {**json.loads(old.read_text()), **result}
+    if all(k in result for k in ("likelihood", "quality", "curves", "speed", "stop")):
+        from ..bench.block_tables import targets
+        result["targets"] = targets(result)
     return report(a, "blocks.json", result,
                   lambda r: print(likelihood_table(r) if "likelihood" in r else json.dumps(r, indent=1)[:4000]))
 

@@ -63,6 +63,7 @@ def as_block_model(ar, block_size: int = 1):
     net = TinyDLM(TinyDLMConfig(**cfg)).to(ar.device).eval()
     net.load_state_dict(ar.net.state_dict())
     return DLM(net=net, tokenizer=ar.tokenizer, mask_id=ar.tokenizer.mask_token_id, eos_id=ar.eos_id, pad_id=ar.pad_id,
-               name=f"{ar.name} as block-{block_size}" if block_size else f"{ar.name} opened", kind="masked", max_length=ar.max_length)
+               name=f"{ar.name} as block-{block_size}" if block_size else f"{ar.name} opened", kind="masked",
+               max_length=ar.max_length)
 
 __all__ = ["anneal_layout", "anneal_ratio", "as_block_model", "block_at"]

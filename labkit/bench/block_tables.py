@@ -1,0 +1,149 @@
+"""The block benchmark's targets and docs/models.md's section, every figure read from blocks.json
+(`labkit bench blocks`; benchmarks/make_blocks_section.py writes the section, tests read it back)."""
+from __future__ import annotations
+
+SECTION_START, SECTION_END = "<!-- blocks section: benchmarks/make_blocks_section.py -->", "<!-- end of blocks section -->"
+BLOCK4, BLOCK16, FULL, AR = "tiny-block4-from-ar", "tiny-block16", "tiny", "tiny-ar"
+PAIRS = {"block 4": ("block 4 from tiny-ar (LLaDA2.0)", "block 4 from scratch"),
+         "full attention": ("full, annealed from tiny-ar (DiffuLLaMA)", "full from scratch")}
+QUARTER_STEPS = 600                      # 25% of tiny's 2400 steps
+
+
+def _point(curve: dict, step: int) -> dict:
+    return next(p for p in curve["points"] if p["step"] == step)
+
+
+def behind_points(result: dict, pair: str) -> list[int]:
+    """The budget points (steps > 0) where the conversion is not ahead of from-scratch training."""
+    conv, scratch = (result["curves"]["curves"][k] for k in PAIRS[pair])
+    return [p["step"] for p in scratch["points"]
+            if p["step"] and _point(conv, p["step"])["bits_per_token"] >= p["bits_per_token"]]
+
+
+def targets(result: dict) -> dict:
+    """Each target of issue 41 with the figure it is read from and whether it is met."""
+    rows = result["likelihood"]["rows"]
+    bits = {k: r["bits_per_token"] for k, r in rows.items()}
+    b1 = bits[f"{AR} as block 1"]
+    speed = {r["canvas"]: r for r in result["speed"]["rows"]}
+    quarter = _point(result["curves"]["curves"][PAIRS["block 4"][0]], QUARTER_STEPS)["bits_per_token"]
+    t = {
+        "block 1 within 2% of tiny-ar's bits": (round(abs(b1 - bits[AR]) / bits[AR], 4), abs(b1 - bits[AR]) <= 0.02 * bits[AR]),
+        "block 4 PPL at most 1.15x tiny-ar's": (rows[BLOCK4]["ppl_ratio_to_ar"], rows[BLOCK4]["ppl_ratio_to_ar"] <= 1.15),
+        "block 4 below tiny's bound": (bits[BLOCK4], bits[BLOCK4] < bits[FULL]),
+        "block 16 between block 4 and full": (bits[BLOCK16], bits[BLOCK4] <= bits[BLOCK16] <= bits[FULL]),
+        "cache token-identical at every length": (len(speed), all(r["block_identical"] for r in speed.values())),
+        "cache at least 2x faster at 256 tokens": (speed[256]["block_speedup"], speed[256]["block_speedup"] >= 2),
+        "stop saves at least 30% of passes": (result["stop"]["one_speech"]["saved"],
+                                               result["stop"]["one_speech"]["saved"] >= 0.30),
+        "block-converted at or below tiny's bound by 25% of its steps": (quarter, quarter <= bits[FULL]),
+        **{f"{pair} conversion ahead of scratch at every budget point": (behind_points(result, pair) or "all",
+                                                                        not behind_points(result, pair))
+           for pair in PAIRS},
+        "converted Sudoku twin at least 90% by confidence": ("not trained", False),
+    }
+    return {k: {"value": v, "met": bool(m)} for k, (v, m) in t.items()}
+
+
+def _size(r: dict) -> str:
+    return "AR" if r["block_size"] is None else str(r["block_size"] or "full")
+
+
+def markdown_likelihood(result: dict) -> str:
+    lines = ["| model | block | bits/token | ± s.e. | − AR (paired) | PPL / AR |", "|---|---|---|---|---|---|"]
+    for name, r in result["likelihood"]["rows"].items():
+        lines.append(f"| `{name}` | {_size(r)} | {r['bits_per_token']:.3f} | {r['se']:.3f} | "
+                     f"{r['gap_to_ar']:+.3f} ± {r['gap_se']:.3f} | {r['ppl_ratio_to_ar']:.3f} |")
+    return "\n".join(lines)
+
+
+def markdown_quality(result: dict) -> str:
+    modes = ("greedy", "S mode", "Q mode")
+    lines = ["| model | block | " + " | ".join(f"{m}: gen-PPL [95% CI] · words · TPF" for m in modes) + " |",
+             "|---|---|" + "---|" * len(modes)]
+    for name, r in result["quality"]["rows"].items():
+        cells = [f"{r[m]['gen_ppl']:.1f} [{r[m]['gen_ppl_ci95'][0]:.1f}, {r[m]['gen_ppl_ci95'][1]:.1f}] · "
+                 f"{r[m]['word_validity']:.2f} · {r[m]['tpf']:.2f}" if m in r else "–" for m in modes]
+        lines.append(f"| `{name}` | {_size(r)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown_curves(result: dict) -> str:
+    curves = result["curves"]["curves"]
+    steps = sorted({p["step"] for c in curves.values() for p in c["points"]})
+    lines = ["| run | recipe | " + " | ".join(f"step {s}" for s in steps) + " | minutes |",
+             "|---|---|" + "---|" * (len(steps) + 1)]
+    for label, c in curves.items():
+        by = {p["step"]: p for p in c["points"]}
+        lines.append(f"| {label} | `{c['recipe']}` | " + " | ".join(
+            f"{by[s]['bits_per_token']:.2f}" if s in by else "–" for s in steps) + f" | {c['points'][-1]['train_minutes']} |")
+    return "\n".join(lines)
+
+
+def markdown_speed(result: dict) -> str:
+    lines = ["| canvas | no cache (s) | BlockCache (s) | speed-up | identical | DualCache speed-up |",
+             "|---|---|---|---|---|---|"]
+    for r in result["speed"]["rows"]:
+        lines.append(f"| {r['canvas']} | {r['none_seconds']:.2f} | {r['block_seconds']:.2f} | {r['block_speedup']:.1f}× | "
+                     f"{r['block_identical']} | {r['dual_speedup']:.1f}× |")
+    return "\n".join(lines)
+
+
+def markdown_targets(result: dict) -> str:
+    lines = ["| target | figure | met |", "|---|---|---|"]
+    for k, v in result["targets"].items():
+        lines.append(f"| {k} | {v['value']} | {'yes' if v['met'] else '**no**'} |")
+    return "\n".join(lines)
+
+
+def models_section(result: dict) -> str:
+    lk, q, s, st = result["likelihood"], result["quality"], result["speed"], result["stop"]
+    one, eos = st["one_speech"], st["eos_closing_lines"]
+    return f"""{SECTION_START}
+## Block diffusion, and diffusion LMs made from `tiny-ar`
+
+LLaDA2.x is a block-diffusion model converted from an AR one: attention bidirectional inside a block
+of positions and causal across blocks (`TinyDLMConfig.block_size`), trained in one pass over the
+noisy canvas and the clean sequence side by side (`losses.block_diffusion_loss`). `tiny-block4-from-ar`
+is `tiny-ar` converted with LLaDA2.0's block-size warm-up (blocks of 1, 2, 4), `tiny-block16` the same
+to blocks of 16 at half its steps, `tiny-block4` block 4 from scratch, `tiny-block4-edit` the
+converted block-4 model fine-tuned with CAP and T2T noise (a small LLaDA2.1). Recipes in
+`labkit.training.recipes` (`make model-block`), measured with `make bench-blocks`
+(→ `benchmarks/results/blocks.json`; notebook 13 reads it).
+
+Bits per predicted token, every model on the same tokens: positions 1..{lk['scored_tokens']} of {lk['windows']}
+held-out windows given token 0 (exact for the AR model; for the diffusion models an upper bound,
+for block models each block's bound given the clean blocks before it, `eval.likelihood.predicted_bits`);
+± s.e. over windows, the gap to the AR model paired window by window:
+
+{markdown_likelihood(result)}
+
+Text from each, 128 tokens for {q['prompts']} held-out prompts in blocks of 32: gen-PPL under `tiny-ar` with
+its 95% bootstrap interval over prompts, word validity, tokens per forward:
+
+{markdown_quality(result)}
+
+The exact cache (`labkit.models.kv_cache.BlockCache`) on `{s['model']}`, {s['rule']}, blocks of
+{s['block_length']}, batch 1, median of {s['repeats']} interleaved rounds ({s['threads']} threads):
+
+{markdown_speed(result)}
+
+Answers of any length (`stop=`, `eos_early_stop`), {st['canvas']}-token canvas: one speech from {one['prompts']} held-out
+openings, stopped at the speech break, took {one['stop_nfe_per_row']} passes per row instead of
+{one['fixed_nfe_per_row']} ({one['saved']:.0%} saved, answers unchanged: {one['answers_unchanged']}); at EOS after each
+play's closing lines {eos['rows_stopped']} of {eos['prompts']} rows stopped ({eos['saved']:.0%} saved): the corpus writes EOS
+only at a play's end, so the models almost never write it.
+
+Conversion against training from scratch at the same steps (bits per token as above, {result['curves']['mc_num']} draws;
+step 0 of a conversion is `tiny-ar`'s weights read as the target model; minutes of training on 2 cores
+with two runs side by side):
+
+{markdown_curves(result)}
+
+Targets, as the issue set them:
+
+{markdown_targets(result)}
+{SECTION_END}"""
+
+
+__all__ = ["PAIRS", "SECTION_END", "SECTION_START", "behind_points", "models_section", "targets"]
