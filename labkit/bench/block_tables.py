@@ -106,7 +106,7 @@ LLaDA2.x is a block-diffusion model converted from an AR one: attention bidirect
 of positions and causal across blocks (`TinyDLMConfig.block_size`), trained in one pass over the
 noisy canvas and the clean sequence side by side (`losses.block_diffusion_loss`). `tiny-block4-from-ar`
 is `tiny-ar` converted with LLaDA2.0's block-size warm-up (blocks of 1, 2, 4), `tiny-block16` the same
-to blocks of 16 at half its steps, `tiny-block4` block 4 from scratch, `tiny-block4-edit` the
+to blocks of 16 at a quarter of its steps, `tiny-block4` block 4 from scratch, `tiny-block4-edit` the
 converted block-4 model fine-tuned with CAP and T2T noise (a small LLaDA2.1). Recipes in
 `labkit.training.recipes` (`make model-block`), measured with `make bench-blocks`
 (→ `benchmarks/results/blocks.json`; notebook 13 reads it).
@@ -118,8 +118,9 @@ for block models each block's bound given the clean blocks before it, `eval.like
 
 {markdown_likelihood(result)}
 
-Text from each, 128 tokens for {q['prompts']} held-out prompts in blocks of 32: gen-PPL under `tiny-ar` with
-its 95% bootstrap interval over prompts, word validity, tokens per forward:
+Text from each, 128 tokens for {q['prompts']} held-out prompts in blocks of 32, greedy (one token per step),
+S mode, and Q mode for the two trained with T2T noise: gen-PPL under `tiny-ar` with its 95% bootstrap
+interval over prompts, word validity, tokens per forward:
 
 {markdown_quality(result)}
 

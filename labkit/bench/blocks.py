@@ -5,9 +5,10 @@ docs/models.md). Four parts, each a key of the result (benchmarks/results/blocks
   `eval.likelihood.predicted_bits`) of the AR twin (exact), of its own weights read as a block-1
   model (exact: must equal it), of every block and full-attention model, each ± its standard error
   over windows and with its gap to the AR model paired window by window;
-- quality: greedy (one token per step) and S-mode text on held-out prompts, gen-PPL under the AR
-  twin with a 95% bootstrap interval, word validity, TPF; and the TPF / gen-PPL frontier of
-  threshold decoding at a few thresholds;
+- quality: greedy (one token per step) and S-mode text on held-out prompts (Q mode too for the
+  models trained with T2T noise), gen-PPL under the AR twin with a 95% bootstrap interval, word
+  validity, TPF; and the TPF / gen-PPL frontier of threshold decoding at a few thresholds for one
+  model per block size;
 - curves: the same bits per token of each conversion and from-scratch run at 10/25/50/100% of its
   steps (the snapshots `labkit train --keep-steps` keeps in runs/RECIPE/step-N), with the
   training minutes each point cost;
@@ -46,6 +47,7 @@ WINDOWS, MC_NUM, CURVE_MC_NUM = 32, 16, 8
 KNOBS = dict(gen_length=128, block_length=32)
 THRESHOLDS = (0.9, 0.7, 0.5)
 FRONTIER_MODELS = ("tiny-block4-from-ar", "tiny-block16", "tiny")          # threshold decoding too: TPF by block size
+EDIT_MODELS = ("tiny-block4-edit", "tiny-cap")                             # trained with T2T noise: Q mode too
 
 
 def find_model(name: str, runs: str | Path = "runs"):
@@ -105,14 +107,15 @@ def quality(models=QUALITY_MODELS, n_prompts: int = 24, runs="runs", log=None) -
     ar = load(AR_MODEL)
     prompts = sample_prompts(n_prompts)
     L = KNOBS["gen_length"]
-    rules = {"greedy": registry.rule("low_confidence"), "S mode": registry.rule("speed"),
-             "Q mode": registry.rule("quality")}
+    rules = {"greedy": registry.rule("low_confidence"), "S mode": registry.rule("speed")}
+    edit = {"Q mode": registry.rule("quality")}
     frontier = {f"threshold {t}": registry.rule("threshold", threshold=t) for t in THRESHOLDS}
     rows = {}
     for name in models:
         lm = find_model(name, runs)
         rows[name] = {"block_size": model_block(lm)}
-        for label, rule in {**rules, **(frontier if name in FRONTIER_MODELS else {})}.items():
+        more = {**(edit if name in EDIT_MODELS else {}), **(frontier if name in FRONTIER_MODELS else {})}
+        for label, rule in {**rules, **more}.items():
             steps = L
             t0 = time.perf_counter()
             rows[name][label] = quality_row(lm, ar, prompts, rule, steps)

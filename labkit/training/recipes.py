@@ -187,7 +187,7 @@ RECIPES.update(_pair("add", 19, 19, tasks=(("addition", 1.0),), batch_size=128, 
 # tiny-block4-from-ar converted from tiny-ar with the block grown 1 -> 2 -> 4 over the first 10% (LLaDA2.0),
 # and tiny-block4 from scratch; full attention opened gradually from causal over the first 25% (DiffuLLaMA) and from
 # scratch, beside tiny's own recipe (opened at once, Dream, 2400 steps). tiny-block16 is converted at
-# a quarter of tiny's budget; tiny-block4-edit fine-tunes tiny-block4-from-ar with CAP and T2T noise (tiny-cap's
+# an eighth of tiny's budget (what this session's time allowed); tiny-block4-edit fine-tunes tiny-block4-from-ar with CAP and T2T noise (tiny-cap's
 # terms, on the corpus instead of distilled answers).
 RECIPES.update({
     "tiny-block4-from-ar": TrainConfig(init_from="tiny-ar", shift_logits=True, block_size=4, block_warmup=120,
@@ -195,10 +195,10 @@ RECIPES.update({
     "tiny-block4": TrainConfig(block_size=4, steps=1200),
     "tiny-anneal": TrainConfig(init_from="tiny-ar", shift_logits=True, attn_anneal=300, steps=1200, lr=1e-3),
     "tiny-scratch": TrainConfig(steps=1200),
-    "tiny-block16": TrainConfig(init_from="tiny-ar", shift_logits=True, block_size=16, block_warmup=60,
-                                steps=600, lr=1e-3),
-    "tiny-block4-edit": TrainConfig(init_from="tiny-block4-from-ar", shift_logits=True, block_size=4, steps=300,
-                                    lr=5e-4, warmup=30, cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5),
+    "tiny-block16": TrainConfig(init_from="tiny-ar", shift_logits=True, block_size=16, block_warmup=30,
+                                steps=300, lr=1e-3),
+    "tiny-block4-edit": TrainConfig(init_from="tiny-block4-from-ar", shift_logits=True, block_size=4, steps=150,
+                                    lr=5e-4, warmup=15, cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5),
 })
 CURVE_STEPS = (120, 300, 600)           # 10%, 25%, 50% of the 1200-step runs; 100% is the model itself
 
