@@ -91,7 +91,7 @@ model-cap: install
 # (full attention from scratch), and tiny-block4 (from scratch) then tiny-block16 (converted) then
 # tiny-block4-edit (T2T fine-tune of tiny-block4-from-ar, which it waits for).
 # Each keeps snapshots at 10/25/50% for the curves; the committed ones are stored at 16 bits where
-# their figures hold (labkit.training.storage). Then `make bench-blocks`.
+# their figures hold (labkit.bench.storage). Then `make bench-blocks`.
 BLOCK_QUEUE_A := tiny-block4-from-ar tiny-anneal tiny-scratch
 BLOCK_QUEUE_B := tiny-block4 tiny-block16 tiny-block4-edit
 BLOCK_MODELS := tiny-block4-from-ar tiny-block4 tiny-block16 tiny-block4-edit
@@ -107,7 +107,7 @@ model-block: install
 install-block:
 	mkdir -p labkit/weights/$(MODEL)
 	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(MODEL)/'+f, 'labkit/weights/$(MODEL)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
-	$(BIN)/python -c "from labkit.training.storage import store_16bit; print(store_16bit('labkit/weights/$(MODEL)'))"
+	$(BIN)/python -c "from labkit.bench.storage import store_16bit; print(store_16bit('labkit/weights/$(MODEL)'))"
 	$(BIN)/labkit eval --model $(MODEL) --card
 
 bench-blocks: install

@@ -224,7 +224,8 @@ print(f"block 4: PPL {rows['tiny-block4-from-ar']['ppl_ratio_to_ar']:.3f} x tiny
 md("""
 Text quality: each model writes 128 tokens for 24 held-out prompts (blocks of 32), greedily one token
 per step and in LLaDA2.1's S mode, and in its Q mode too for `tiny-block4-edit` and `tiny-cap`, the two
-trained with T2T noise (the ones whose edits mean something); gen-PPL is the answers' perplexity under `tiny-ar` with its 95% bootstrap
+trained with T2T noise (the ones whose edits mean something); gen-PPL is the answers' perplexity under
+`tiny-ar` with its 95% bootstrap
 interval over prompts, word validity the share of words that occur in the training plays. Then the
 frontier for one model per block size: threshold decoding at a few thresholds, tokens per forward
 against gen-PPL.

@@ -120,10 +120,10 @@ def test_store_16bit_halves_the_file_and_records_the_check(tmp_path):
     import json
 
     import labkit as lk
+    from labkit.bench.storage import store_16bit
     from labkit.models.load import weights_dir
     from labkit.models.tokenizer import load_tokenizer
     from labkit.training.loop import build_model
-    from labkit.training.storage import store_16bit
     tok = load_tokenizer(weights_dir() / "tiny")
     net = build_model(TrainConfig(block_size=4, hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64), tok)
     net.save_pretrained(tmp_path)

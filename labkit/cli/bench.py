@@ -26,6 +26,7 @@ def add_parser(sub) -> None:
 
 def _benchmarks() -> dict:
     """name → (what it measures, its runner, the flags it reads): the one list of benchmarks."""
+    from . import bench_blocks as blocks_cmd
     return {
         "samplers": ("the speed-quality table of every sampler on held-out prompts", _bench_samplers,
                      (model_args, _cap_model, _ar_model, _prompts, _gen_length(128, "block 32"), _only, _seed,
@@ -52,9 +53,8 @@ def _benchmarks() -> dict:
                        (_items, _quiet)),
         "rl": ("RL with exact rewards on the Sudoku pair: every rule before and after, reward curves per "
                "surrogate, gradient noise (trains what is missing)", _bench_rl, (_items, _no_noise, _quiet)),
-        "blocks": ("block diffusion and conversion from tiny-ar: bits per token by block size, text quality and "
-                   "TPF frontier, conversion curves against from-scratch runs, the exact cache's speed, the EOS stop",
-                   _bench_blocks, (_parts, _runs, _quiet)),
+        "blocks": ("block diffusion and conversion from tiny-ar: likelihood, text and TPF by block size, curves, "
+                   "the exact cache, the stop", blocks_cmd.run, (blocks_cmd.parts, blocks_cmd.runs, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
                     (_limit, _quiet)),
         "draft-edit": ("notebook 04's sweeps on tiny-cap: editing or not, the S-Q threshold grid, readable corrections",
@@ -431,33 +431,6 @@ def _bench_rl(a) -> int:
 
     result = bench_rl(bench_input(a, "tasks.json"), n=a.n, noise=not a.no_noise, log=progress_log(a))
     return report(a, "rl.json", result, lambda r: print(text_table(r)))
-
-
-def _parts(p) -> None:
-    p.add_argument("--parts", default="likelihood,quality,curves,speed,stop",
-                   help="comma-separated parts to (re)measure, merged into an existing blocks.json "
-                        "(default: likelihood,quality,curves,speed,stop)")
-
-
-def _runs(p) -> None:
-    p.add_argument("--runs", default="runs", help="folder of the training runs (curve snapshots; default runs)")
-
-
-def _bench_blocks(a) -> int:
-    from pathlib import Path
-
-    from ..bench.blocks import bench_blocks, likelihood_table
-
-    parts = [x.strip() for x in a.parts.split(",") if x.strip()]
-    result = bench_blocks(parts, runs=a.runs, log=progress_log(a))
-    old = Path(a.out) / "blocks.json"
-    if old.is_file():
-        result = {**json.loads(old.read_text()), **result}
-    if all(k in result for k in ("likelihood", "quality", "curves", "speed", "stop")):
-        from ..bench.block_tables import targets
-        result["targets"] = targets(result)
-    return report(a, "blocks.json", result,
-                  lambda r: print(likelihood_table(r) if "likelihood" in r else json.dumps(r, indent=1)[:4000]))
 
 
 def _bench_notebook(a) -> int:

@@ -132,7 +132,7 @@ def _evaluation_lines(model: str, result: dict) -> list[str]:
         s = result["stored"]
         lines += ["", f"Stored at {s['bits']} bits ({s['bytes'] / 1e6:.1f} MB): bits per token on {s['windows']} "
                   f"held-out windows {s['bits_per_token_32']} at 32 bits, {s['bits_per_token_16']} at 16 "
-                  "(`labkit.training.storage.store_16bit`)."]
+                  "(`labkit.bench.storage.store_16bit`)."]
     if "example" in result:
         lines += ["", f"Samples: `{result['sampler']}` with {result['settings']}; 32 prompts from the "
                   "held-out plays, seed 0. Example:", "", "```", result["example"].strip(), "```"]

@@ -187,8 +187,8 @@ RECIPES.update(_pair("add", 19, 19, tasks=(("addition", 1.0),), batch_size=128, 
 # tiny-block4-from-ar converted from tiny-ar with the block grown 1 -> 2 -> 4 over the first 10% (LLaDA2.0),
 # and tiny-block4 from scratch; full attention opened gradually from causal over the first 25% (DiffuLLaMA) and from
 # scratch, beside tiny's own recipe (opened at once, Dream, 2400 steps). tiny-block16 is converted at
-# an eighth of tiny's budget (what this session's time allowed); tiny-block4-edit fine-tunes tiny-block4-from-ar with CAP and T2T noise (tiny-cap's
-# terms, on the corpus instead of distilled answers).
+# an eighth of tiny's budget (what the time allowed); tiny-block4-edit fine-tunes tiny-block4-from-ar
+# with CAP and T2T noise (tiny-cap's terms, on the corpus instead of distilled answers).
 RECIPES.update({
     "tiny-block4-from-ar": TrainConfig(init_from="tiny-ar", shift_logits=True, block_size=4, block_warmup=120,
                                        steps=1200, lr=1e-3),

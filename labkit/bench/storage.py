@@ -19,9 +19,9 @@ def store_16bit(folder: str | Path, windows: int = HOLD_WINDOWS, tolerance: floa
     two figures, the bytes before and after, and the decision."""
     from safetensors.torch import load_file, save_file
 
-    from ..bench.likelihood import pick_windows
     from ..eval.likelihood import predicted_bits
     from ..models.load import load
+    from .likelihood import pick_windows
 
     folder = Path(folder)
     path = folder / "model.safetensors"
