@@ -222,7 +222,9 @@ print(f"block 4: PPL {rows['tiny-block4-from-ar']['ppl_ratio_to_ar']:.3f} x tiny
 """)
 
 md("""
-Text quality: each model writes 128 tokens for 24 held-out prompts (blocks of 32), greedily one token
+Text quality: each model writes 128 tokens for 24 held-out prompts in blocks of 32, a block model in
+its own blocks (in longer decoding blocks its later model blocks would be written from noisy earlier
+ones, which its training never shows it; exercise 2 tries it), greedily one token
 per step and in LLaDA2.1's S mode, and in its Q mode too for `tiny-block4-edit` and `tiny-cap`, the two
 trained with T2T noise (the ones whose edits mean something); gen-PPL is the answers' perplexity under
 `tiny-ar` with its 95% bootstrap
@@ -413,16 +415,20 @@ for ratio in (0.25, 0.75):
 """)
 
 md("""
-**2.** Decode the same prompt with blocks of 4 and of 8 on `tiny-block4-from-ar` (a decoding block may
-hold several model blocks) and with `block_length=6`, which is refused: why?
+**2.** Decode 8 held-out prompts with decoding blocks of 4 and of 32 on `tiny-block4-from-ar` (a decoding
+block may hold several model blocks) and compare the gen-PPL; then try `block_length=6`, which is
+refused: why?
 """)
 
 code("""
 # Solution
-p = sample_prompts(2)[1]
-for bl in (4, 8):
-    out = lk.generate(BlockCache(blk), p, "low_confidence", gen_length=32, block_length=bl, steps=32)
-    print(bl, repr(out.texts[0][:80]))
+from labkit.eval.metrics import gen_nats, ppl_of
+
+ps = sample_prompts(8)
+for bl in (4, 32):
+    out = lk.generate(BlockCache(blk), ps, "low_confidence", gen_length=64, block_length=bl, steps=64)
+    print(f"decoding blocks of {bl}: gen-PPL {ppl_of(gen_nats(ar, ps, out.texts)):.1f}")
+p = ps[0]
 try:
     lk.generate(blk, p, gen_length=36, block_length=6, steps=36)
 except lk.samplers.knobs.KnobError as e:

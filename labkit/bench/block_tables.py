@@ -118,7 +118,9 @@ for block models each block's bound given the clean blocks before it, `eval.like
 
 {markdown_likelihood(result)}
 
-Text from each, 128 tokens for {q['prompts']} held-out prompts in blocks of 32, greedy (one token per step),
+Text from each, 128 tokens for {q['prompts']} held-out prompts in blocks of 32 (a block model in its own
+blocks of 4 or 16: in blocks of 32 its later blocks would be written from noisy ones, which it was never
+trained on), greedy (one token per step),
 S mode, and Q mode for the two trained with T2T noise: gen-PPL under `tiny-ar` with its 95% bootstrap
 interval over prompts, word validity, tokens per forward:
 

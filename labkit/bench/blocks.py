@@ -38,7 +38,7 @@ from .samplers import nats_figures
 
 AR_MODEL = "tiny-ar"
 LIKELIHOOD_MODELS = ("tiny-block4-from-ar", "tiny-block16", "tiny-block4", "tiny-block4-edit", "tiny", "tiny-anneal",
-                     "tiny-scratch", "tiny-cap")
+                     "tiny-cap")
 QUALITY_MODELS = ("tiny-block4-from-ar", "tiny-block16", "tiny-block4", "tiny-block4-edit", "tiny", "tiny-anneal",
                   "tiny-cap")
 CURVES = {"block 4 from tiny-ar (LLaDA2.0)": "tiny-block4-from-ar", "block 4 from scratch": "tiny-block4",
@@ -96,7 +96,8 @@ def quality_row(lm, ar, prompts: list[str], rule, steps: int) -> dict:
     """One rule on the prompts in one batch: TPF, NFE, gen-PPL (interval, per-prompt parts), word validity."""
     from ..models.kv_cache import BlockCache
     fast = BlockCache(lm) if model_block(lm) else lm                                # identical tokens (tested)
-    out = generate(fast, prompts, rule, steps=steps, seed=0, **KNOBS)
+    knobs = {**KNOBS, "block_length": model_block(lm) or KNOBS["block_length"]}     # a block model in its own blocks
+    out = generate(fast, prompts, rule, steps=steps, seed=0, **knobs)
     n = len(prompts)
     return {"tpf": round(out.stats["tpf"], 3), "nfe": round(out.stats["row_nfe"] / n, 2),
             "word_validity": round(word_validity(out.texts), 4), **nats_figures(gen_nats(ar, prompts, out.texts)),
@@ -146,6 +147,10 @@ def curves(runs="runs", windows: int = WINDOWS, mc_num: int = CURVE_MC_NUM, log=
             points.append({"step": 0, "train_minutes": 0.0, **bits_row(start, w, ar, mc_num)})
         for step in (*CURVE_STEPS, cfg.steps):
             snap = folder / f"step-{step}" if step < cfg.steps else folder
+            if not (snap / "model.safetensors").is_file():          # a run stopped early (--stop-at): its points so far
+                if step < cfg.steps:
+                    raise FileNotFoundError(f"no snapshot {snap}: labkit train --recipe {recipe} --keep-steps ...")
+                break
             lm = find_model(recipe, runs) if step == cfg.steps else load(str(snap))
             seconds = (json.loads((snap / "snapshot.json").read_text())["train_seconds"] if step < cfg.steps
                        else json.loads((folder / "training.json").read_text())["train_seconds"])
@@ -153,7 +158,7 @@ def curves(runs="runs", windows: int = WINDOWS, mc_num: int = CURVE_MC_NUM, log=
             if log:
                 log(f"curve {recipe} step {step}: {points[-1]['bits_per_token']}")
         out[label] = {"recipe": recipe, "steps": cfg.steps, "init_from": cfg.init_from or None,
-                      "block_size": cfg.block_size, "points": points}
+                      "block_size": cfg.block_size, "points": points, "finished": points[-1]["step"] == cfg.steps}
     return {"windows": len(w), "mc_num": mc_num, "ar_bits": _r(ar["bits_per_token"]), "curves": out}
 
 

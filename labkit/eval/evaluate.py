@@ -16,10 +16,10 @@ import torch.nn.functional as F
 
 from .. import defaults
 from ..decode import generate
+from ..models.handle import model_block
 from ..training.corpus import load_plays
 from ..training.losses import EPS, stratified_t
 from ..training.prompts import sample_prompts
-from ..models.handle import model_block
 from .likelihood import ar_bits, check_mc_num, predicted_bits, require_kind
 from .metrics import distinct_n, word_validity
 
@@ -90,7 +90,7 @@ def ar_bits_per_token(lm, windows: torch.Tensor, batch: int = 32) -> float:
 def sample_quality(lm, sampler=None, n: int = SAMPLES, seed: int = 0, **settings) -> dict:
     """Word validity and mean distinct-2 of n samples (batched, seeded) on `sample_prompts(n)`."""
     sampler = sampler or defaults.sampler()
-    settings = {**defaults.settings(), **settings}
+    settings = {**defaults.settings(), **({"block_length": model_block(lm)} if model_block(lm) else {}), **settings}
     out = generate(lm, sample_prompts(n), sampler, seed=seed, **settings)
     P = out.trace.prompt_len
     d2 = [distinct_n(row[P:].tolist(), 2) for row in out.ids]

@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 
 from ..models.tiny_net import TinyDLM, TinyDLMConfig
-from .corpus import Corpus
 from .convert import anneal_layout, anneal_ratio, block_at
+from .corpus import Corpus
 from .losses import ar_loss, ar_sft_loss, block_diffusion_loss, block_distill_loss, masked_count_loss, masked_diffusion_loss
 from .recipes import RECIPES, TrainConfig
 from .seeds import noise_seed
