@@ -111,3 +111,10 @@ def test_stop_strings_end_the_answer(block_size):
     for bad in ("", [""], 3, ["a", 1]):
         with pytest.raises(ValueError, match="stop must be"):
             lk.generate(lm, PROMPTS, stop=bad, **kw)
+
+
+def test_only_labkit_block_models_count_as_block_models():
+    from labkit.models.handle import TINY_MODEL_TYPE, model_block
+    from labkit.models.tiny_net import TinyDLMConfig
+    assert TINY_MODEL_TYPE == TinyDLMConfig.model_type
+    assert model_block(shared_char_model(4)) == 4 and model_block(shared_char_model(0)) == 0

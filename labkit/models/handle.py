@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 KINDS = ("masked", "causal")      # bidirectional denoiser / left-to-right model
+TINY_MODEL_TYPE = "labkit-tiny-dlm"   # TinyDLMConfig.model_type (not imported: that would close an import circle)
 
 
 @runtime_checkable
@@ -148,7 +149,10 @@ class Wrapper:
 def model_block(lm: Denoiser) -> int:
     """The block size of a block-diffusion network (its config's block_size; 0 = attention over the
     whole canvas): its decoding blocks must be whole model blocks, starting on one."""
-    return int(getattr(getattr(lm.net, "config", None), "block_size", 0) or 0)
+    config = getattr(getattr(lm, "net", None), "config", None)     # labkit's TinyDLM only: a hub config's
+    if getattr(config, "model_type", None) != TINY_MODEL_TYPE:      # block_size (LLaDA2.x) is a decoding default
+        return 0
+    return int(getattr(config, "block_size", 0) or 0)
 
 
 __all__ = ["DLM", "Denoiser", "KINDS", "Wrapper", "model_block"]
