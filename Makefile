@@ -86,7 +86,7 @@ model-cap: install
 	$(call install_model,tiny-cap)
 
 # Block diffusion and conversion from tiny-ar (issue 41; labkit.training.convert), two queues of one thread
-# each (docs/models.md gives each run's minutes, measured with both queues running): tiny-block4-from-ar
+# each (each run's training.json records its minutes, measured with both queues running): tiny-block4-from-ar
 # (converted, block warm-up 1 -> 4) then tiny-anneal (full attention opened gradually) then tiny-scratch
 # (full attention from scratch), and tiny-block4 (from scratch) then tiny-block16 (converted) then
 # tiny-block4-edit (T2T fine-tune of tiny-block4-from-ar, which it waits for).

@@ -388,8 +388,8 @@ md("""
 
 - The block-causal mask is the whole difference: the same network, the same loss per block, and the
   KV cache becomes exact and the answer length free. At block size 1 it is the AR model.
-- Converting is cheaper than starting over: the converted runs start from what the AR model knows,
-  and the tables above say by how much they stay ahead at each budget point.
+- A converted run starts from what the AR model knows; section 8's table says, budget point by
+  budget point, whether that start is still ahead of training from scratch.
 - Not here: the converted Sudoku twin (`tiny-sudoku-from-ar`, which issue 41 also asks for) is not
   trained yet; `tiny-block4-edit`, block 4 with T2T noise, is the small LLaDA2.1 whose S and Q modes
   section 5 runs beside `tiny-cap`.
@@ -452,7 +452,7 @@ print(f"with the shift {predicted_bits(shifted, w2)['bits_per_token']:.3f} bits/
 
 md("""
 **4.** From the command line: `make model-block` retrains the four runs of section 8 and the committed
-block models (two queues of one thread; docs/models.md gives each run's minutes), `labkit train
+block models (two queues of one thread; each run's training.json records its minutes), `labkit train
 --recipe tiny-block4-from-ar --out runs/mine --keep-steps 120,300,600` one of them with its curve
 snapshots, and `make bench-blocks` re-measures `blocks.json` and docs/models.md's tables.
 """)

@@ -15,7 +15,7 @@ from . import controls as ctl
 from .accel import Accel, check_accel
 from .models import formats
 from .models.handle import Denoiser, model_block
-from .output import Output, answer_texts, check_seed, collect, cut_at_stop, until_stop
+from .output import Output, answer_texts, check_seed, collect, find_stop, until_stop
 from .prompts import chat_text, prompt_texts  # noqa: F401  (chat_text: still importable from here, its old home)
 from .samplers.base import DecodeState, Sampler, StepRecord
 from .samplers.knobs import BLOCK_LENGTH, CFG_SCALE, GEN_LENGTH, PENALTY_LAMBDA, STEPS, KnobError
@@ -75,11 +75,11 @@ def _check(lm: Denoiser, sampler, prompts, gen_length, block_length, steps, cfg_
         raise KnobError("block_length", f"block_length must be a multiple of model {lm.name!r}'s block size "
                                         f"({b}: a decoding block is whole model blocks), got {block_length}")
     encoded = [lm.encode(p) for p in prompts]
-    longest = padded_length(lm, max(map(len, encoded)))
-    if lm.max_length is not None and longest + gen_length > lm.max_length:
-        raise ValueError(f"prompt ({longest} tokens) + gen_length ({gen_length}) exceeds the model's "
+    P = padded_length(lm, max(map(len, encoded)))
+    if lm.max_length is not None and P + gen_length > lm.max_length:
+        raise ValueError(f"prompt ({P} tokens) + gen_length ({gen_length}) exceeds the model's "
                          f"context of {lm.max_length} tokens: shorten the prompt or gen_length")
-    return encoded, num_blocks
+    return encoded, num_blocks, P
 
 
 def padded_length(lm: Denoiser, longest: int) -> int:
@@ -173,10 +173,10 @@ def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_l
     block model's block size: `padded_length`), gen_length
     masks after them, an in-place question's fixed characters (`canvases`, formats.fit) and
     controls' fixed text written and frozen."""
-    encoded, num_blocks = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale, penalty_lambda)
+    encoded, num_blocks, P = _check(lm, sampler, prompt, gen_length, block_length, steps, cfg_scale, penalty_lambda)
     stop_seqs = tuple(torch.tensor(lm.encode(text), dtype=torch.long, device=lm.device) for text in check_stop(stop))
     generator = _generator(lm, generator, seed)
-    B, P = len(encoded), padded_length(lm, max(map(len, encoded)))
+    B = len(encoded)
     x = torch.full((B, P + gen_length), lm.mask_id, dtype=torch.long)
     attention = torch.ones_like(x)
     for b, ids in enumerate(encoded):                   # left padding
@@ -411,6 +411,7 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     sampler = resolve(sampler) or default_sampler(lm)
     controls = ctl.check(controls)
     accel = check_accel(accel)
+    stop = check_stop(stop)
     knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
                  eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
     t0 = time.perf_counter()
@@ -419,7 +420,7 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
                    canvases=canvases, stop=stop, **knobs)
     trace = Trace(prompt_len=run.prompt_len, mask_id=lm.mask_id, init=run.x.cpu())
     trace.meta.update(sampler=repr(sampler), **knobs, seed=seed, batch=run.x.shape[0],
-                      controls=[repr(c) for c in controls], **({"stop": list(check_stop(stop))} if stop else {}))
+                      controls=[repr(c) for c in controls], **({"stop": list(stop)} if stop else {}))
     if on_start is not None:
         on_start(trace)
     for rec in _records(run, trace):
@@ -430,5 +431,5 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     final, P = trace.final, trace.prompt_len
     given = sum(ch is not None for canvas in canvases or () for ch in canvas)   # an in-place question's own
     gen_tokens = int((final[:, P:] != lm.mask_id).sum()) - given
-    texts = [cut_at_stop(t, check_stop(stop)) for t in answer_texts(lm, final, P)] if stop else answer_texts(lm, final, P)
+    texts = [t[:find_stop(t, stop)] for t in answer_texts(lm, final, P)]     # find_stop: None keeps it whole
     return collect(trace, texts, seconds=seconds, gen_tokens=gen_tokens)

@@ -42,10 +42,12 @@ def until_stop(ids: list[int], stop_ids) -> list[int]:
     return ids
 
 
-def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
-    """`text` up to (not including) the earliest of the stop strings in it."""
-    at = [i for s in stop if (i := text.find(s)) >= 0]
-    return text[:min(at)] if at else text
+def find_stop(text: str, stop: tuple[str, ...]) -> int | None:
+    """Where the answer ends in `text`: the start of the stop string that is complete first, reading
+    left to right (as a left-to-right generator would meet it); None when none occurs. The loop's
+    `stop=` and the server's stop strings both end answers here."""
+    found = [(at + len(s), at) for s in stop if (at := text.find(s)) >= 0]
+    return min(found)[1] if found else None
 
 
 def answer_texts(lm, ids: torch.Tensor, prompt_len: int) -> list[str]:
@@ -68,4 +70,4 @@ def collect(trace: Trace, texts: list[str], *, seconds: float, gen_tokens: int, 
     return cls(ids=trace.final.long(), texts=texts, trace=trace, stats=stats, **fields)
 
 
-__all__ = ["Output", "answer_texts", "check_seed", "collect", "cut_at_stop", "until_stop"]
+__all__ = ["Output", "answer_texts", "check_seed", "collect", "find_stop", "until_stop"]

@@ -19,7 +19,7 @@ import torch
 from ..decode import generate
 from ..models.kv_cache import BlockCache, DualCache
 from ..models.load import load
-from ..output import cut_at_stop
+from ..output import find_stop
 from ..training.corpus import SPEECH_BREAK, load_plays
 from ..training.prompts import sample_prompts
 from .common import interleaved
@@ -67,7 +67,7 @@ def _stop_runs(lm, prompts: list[str], block: int, **stop) -> dict:
     fixed = generate(BlockCache(lm), prompts, "low_confidence", **knobs)
     early = generate(BlockCache(lm), prompts, "low_confidence", **stop, **knobs)
     n, cut = len(prompts), stop.get("stop", ())
-    same = all(e == (cut_at_stop(f, (cut,)) if cut else f) for e, f in zip(early.texts, fixed.texts))
+    same = all(e == f[:find_stop(f, (cut,) if cut else ())] for e, f in zip(early.texts, fixed.texts))
     rows = early.trace.row_nfe()                                                  # (B,) passes per row
     return {"prompts": n, "fixed_nfe_per_row": round(fixed.stats["row_nfe"] / n, 2),
             "stop_nfe_per_row": round(early.stats["row_nfe"] / n, 2),

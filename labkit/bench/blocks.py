@@ -125,7 +125,7 @@ def quality(models=QUALITY_MODELS, n_prompts: int = 24, runs="runs", log=None) -
                     f"({time.perf_counter() - t0:.0f} s)")
     ar_out = generate(ar, prompts, registry.rule("autoregressive"), steps=L, seed=0, **KNOBS)
     rows[AR_MODEL] = {"block_size": None, "greedy": {
-        "tpf": 1.0, "nfe": round(ar_out.stats["row_nfe"] / len(prompts), 2),
+        "tpf": round(ar_out.stats["tpf"], 3), "nfe": round(ar_out.stats["row_nfe"] / len(prompts), 2),
         "word_validity": round(word_validity(ar_out.texts), 4),
         **nats_figures(gen_nats(ar, prompts, ar_out.texts)), "example": ar_out.texts[0]}}
     return {"prompts": n_prompts, "knobs": KNOBS, "thresholds": list(THRESHOLDS), "frontier_models": list(FRONTIER_MODELS),

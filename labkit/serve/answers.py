@@ -1,9 +1,12 @@
 """How a served answer ends, read off a row's canvas: its first max_tokens tokens cut at the first
-end-of-text / end-of-turn token (`answer`), then before the stop string complete first (`find_stop`,
-`final_text`); a stream holds back text that could still start one (`held_back`), and
-`completion_tokens` counts the tokens whose text is returned (`tokens_for`). The requests these
-limits come from are checked in labkit.serve.schemas (which re-exports these names)."""
+end-of-text / end-of-turn token (`answer`), then before the stop string complete first
+(`final_text`, with labkit.output.find_stop, which the decoding loop's `stop=` shares); a stream
+holds back text that could still start one (`held_back`), and `completion_tokens` counts the
+tokens whose text is returned (`tokens_for`). The requests these limits come from are checked in
+labkit.serve.schemas (which re-exports these names)."""
 from __future__ import annotations
+
+from ..output import find_stop
 
 
 def answer(lm, ids: list[int], max_tokens: int) -> tuple[list[int], str]:
@@ -14,13 +17,6 @@ def answer(lm, ids: list[int], max_tokens: int) -> tuple[list[int], str]:
         if t in lm.stop_ids:
             return head[:i], "stop"
     return head, "length"
-
-
-def find_stop(text: str, stop: tuple[str, ...]) -> int | None:
-    """Where the answer ends in `text`: the start of the stop string that is complete first, reading
-    left to right (as a left-to-right generator would meet it); None when none occurs."""
-    found = [(at + len(s), at) for s in stop if (at := text.find(s)) >= 0]
-    return min(found)[1] if found else None
 
 
 def held_back(text: str, stop: tuple[str, ...]) -> int:
