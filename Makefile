@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebooks student slides doctor model model-ar model-cap model-tasks model-rl model-block install-block bench-blocks bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebooks student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block install-block bench-blocks bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -89,7 +89,8 @@ model-cap: install
 # each (each run's training.json records its minutes, measured with both queues running): tiny-block4-from-ar
 # (converted, block warm-up 1 -> 4) then tiny-anneal (full attention opened gradually) then tiny-scratch
 # (full attention from scratch), and tiny-block4 (from scratch) then tiny-block16 (converted) then
-# tiny-block4-edit (T2T fine-tune of tiny-block4-from-ar, which it waits for).
+# tiny-block4-edit (T2T fine-tune of tiny-block4-from-ar, which it waits for), then tiny's own recipe
+# again, stopped at half its steps (its curve; tiny itself is its end).
 # Each keeps snapshots at 10/25/50% for the curves; the committed ones are stored at 16 bits where
 # their figures hold (labkit.bench.storage). Then `make bench-blocks`.
 BLOCK_QUEUE_A := tiny-block4-from-ar tiny-anneal tiny-scratch
@@ -100,7 +101,9 @@ model-block: install
 	( for r in $(BLOCK_QUEUE_A); do OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe $$r --out runs/$$r --keep-steps 120,300,600 || exit 1; \
 	    [ $$r = tiny-block4-from-ar ] && { mkdir -p labkit/weights/$$r && cp runs/$$r/*.json runs/$$r/model.safetensors labkit/weights/$$r/; }; done ) & \
 	( for r in $(BLOCK_QUEUE_B); do [ $$r = tiny-block4-edit ] && while [ ! -f labkit/weights/tiny-block4-from-ar/model.safetensors ]; do sleep 30; done; \
-	    OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe $$r --out runs/$$r $$([ $$r = tiny-block4 ] && echo --keep-steps 120,300,600) || exit 1; done ) & \
+	    OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe $$r --out runs/$$r $$([ $$r = tiny-block4 ] && echo --keep-steps 120,300,600) || exit 1; done; \
+	  mkdir -p runs/tiny && cp -n labkit/weights/tiny/tokenizer*.json runs/tiny/ && \
+	  OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe tiny --out runs/tiny --keep-steps 120,300,600,1200 --stop-at 1200 ) & \
 	wait
 	for r in $(BLOCK_MODELS); do $(MAKE) --no-print-directory install-block MODEL=$$r || exit 1; done
 
@@ -138,6 +141,13 @@ model-tasks: install
 	$(call install_model,tiny-add)
 	$(call install_model,tiny-add-ar)
 	$(call install_model,tiny-sudoku-ar-solver)
+
+# The Sudoku AR twin converted to a masked model on the grid canvas (a quarter of tiny-sudoku's steps)
+# and its control, the same recipe from scratch, side by side, one thread each, snapshots at 10/25/50%
+# for their curves; then the converted one evaluated into its card.
+model-sudoku-from-ar: install
+	( for r in tiny-sudoku-from-ar tiny-sudoku-scratch; do OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe $$r --out runs/$$r --keep-steps 150,375,750 & done; wait )
+	$(call install_model,tiny-sudoku-from-ar)
 
 # The Sudoku pair after RL with exact rewards (labkit.training.rl; each resumes if interrupted), side
 # by side, one thread each, then evaluated into their cards; then `labkit bench rl` (rl.json: every

@@ -342,22 +342,22 @@ answers end.
 
 ## 8 · Conversion from an AR model, against training from scratch
 
-Four runs at the same budget (1200 steps of 16 × 256 tokens), each kept at 10%, 25%, 50% and 100% of
-its steps: block 4 converted from `tiny-ar` with the warm-up (LLaDA2.0), block 4 from scratch; full
-attention opened gradually from `tiny-ar`'s causal mask (DiffuLLaMA's annealing), full attention
-from scratch. The converted runs start, at step 0, from `tiny-ar`'s weights read as the target model.
-`tiny` itself (attention opened at once, Dream's recipe, twice the steps) is the star.
+Five runs, each read at 120, 300, 600 and 1200 steps of 16 × 256 tokens (10%, 25%, 50% and 100% of
+the 1200-step runs; 5% to 50% of `tiny`'s 2400): block 4 converted from `tiny-ar` with the warm-up
+(LLaDA2.0) and block 4 from scratch; full attention opened at once from `tiny-ar` (Dream: `tiny`'s
+own recipe, its run stopped at 1200 and then `tiny` itself at 2400), opened gradually from its causal
+mask (DiffuLLaMA's annealing), and full attention from scratch. The converted runs start, at step 0,
+from `tiny-ar`'s weights read as the target model.
 """)
 
 code("""
 C = R["curves"]["curves"]
-fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+fig, ax = plt.subplots(figsize=(7.5, 4.4), layout="constrained")
 for label, c in C.items():
     pts = [(p["step"], p["bits_per_token"]) for p in c["points"]]
     ax.plot(*zip(*pts), marker="o", ls="-" if c["init_from"] else "--", label=label)
-ax.scatter([RECIPES["tiny"].steps], [rows["tiny"]["bits_per_token"]], marker="*", s=140, color="black",
-           label="tiny (opened at once, Dream)")
 ax.axhline(rows["tiny-ar"]["bits_per_token"], color="grey", lw=0.8, ls=":", label="tiny-ar (exact)")
+ax.set_xscale("symlog", linthresh=100)
 ax.set_xlabel("training steps (16 x 256 tokens each)"); ax.set_ylabel("bits per token (held-out)")
 ax.set_ylim(top=max(rows["tiny-ar"]["bits_per_token"] + 4, 9))
 ax.legend(fontsize=7)
@@ -369,13 +369,14 @@ def at(label, step):
     return next(p for p in C[label]["points"] if p["step"] == step)
 
 
-pairs = {"block 4": ("block 4 from tiny-ar (LLaDA2.0)", "block 4 from scratch"),
-         "full attention": ("full, annealed from tiny-ar (DiffuLLaMA)", "full from scratch")}
-for what, (conv, scratch) in pairs.items():
+SCRATCH = {"block 4 from tiny-ar (LLaDA2.0)": "block 4 from scratch",
+           "full, opened at once from tiny-ar (Dream: tiny)": "full from scratch",
+           "full, annealed from tiny-ar (DiffuLLaMA)": "full from scratch"}
+for conv, scratch in SCRATCH.items():
     steps = [p["step"] for p in C[scratch]["points"]]
-    print(f"{what}: step " + "  ".join(f"{s:>5}" for s in steps))
+    print(f"{conv}: step " + "  ".join(f"{s:>5}" for s in steps))
     for label in (conv, scratch):
-        print(f"  {label:<42}" + "  ".join(f"{at(label, s)['bits_per_token']:>5.2f}" for s in steps))
+        print(f"  {label:<48}" + "  ".join(f"{at(label, s)['bits_per_token']:>5.2f}" for s in steps))
     behind = [s for s in steps if at(conv, s)["bits_per_token"] >= at(scratch, s)["bits_per_token"]]
     print(f"  conversion ahead at every budget point: {not behind}" + (f" (not at steps {behind})" if behind else ""))
 quarter = at("block 4 from tiny-ar (LLaDA2.0)", 600)
@@ -384,15 +385,81 @@ print(f"block 4 converted, at 600 steps (25% of tiny's 2400): {quarter['bits_per
 """)
 
 md("""
-## 9 · What to take away, and what is not here
+## 9 · The Sudoku twin converted to a masked model
+
+`tiny-sudoku-ar` reads a puzzle, then `=`, then writes the 36 solution cells left to right. The
+masked model's canvas is the grid itself: the tag `S`, then the 36 cells, clues in place and blanks
+masked. To convert the twin, each canvas position starts from the AR position that plays its part:
+the tag from `=` and cell k from solution cell k, whose hidden state in the twin predicts the next
+solution cell, which is exactly what a shifted masked model reads (`labkit.tasks.layouts.ar_positions`).
+The row, column and box tables are shared by both layouts, so they carry over as they are. Written
+by hand below and checked against the recipe's own initialisation (`tiny-sudoku-from-ar`, a quarter of
+`tiny-sudoku`'s steps).
+""")
+
+code("""
+from safetensors.torch import load_file
+
+from labkit.tasks.layouts import ar_positions
+from labkit.training.loop import build_model
+
+twin = load_file(model_folder("tiny-sudoku-ar") / "model.safetensors")
+cells = 36
+by_hand = torch.cat([twin["positions.weight"][cells + 1:cells + 2],          # '=' -> the tag S
+                     twin["positions.weight"][cells + 2:2 * cells + 2]])    # solution cell k -> grid cell k
+start = build_model(RECIPES["tiny-sudoku-from-ar"], lk.load("tiny-sudoku-ar").tokenizer)
+print("AR positions read by the canvas:", ar_positions("sudoku")[:3], "...", ar_positions("sudoku")[-1])
+print("by hand == labkit's initialisation:", torch.equal(by_hand, start.positions.weight))
+print("attention opened:", not start.config.is_causal, "| logits shifted:", start.config.shift_logits)
+""")
+
+code("""
+SD = R["sudoku"]
+print(f"held-out puzzles; {SD['steps']} steps for the conversion, {SD['scratch_steps']} for tiny-sudoku "
+      f"({SD['share_of_scratch_steps']:.0%})")
+for model, by_rule in SD["rows"].items():
+    for rule, r in by_rule.items():
+        lo, hi = r["ci95"]
+        print(f"  {model:<22}{rule:<20}{r['accuracy']:.3f} [{lo:.3f}, {hi:.3f}]  n {r['n']}")
+conv = SD["rows"]["tiny-sudoku-from-ar"]["low-confidence"]["accuracy"]
+print("converted twin >= 90% by confidence with <= 25% of the steps:",
+      conv >= 0.90 and SD["share_of_scratch_steps"] <= 0.25)
+""")
+
+code("""
+fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
+for label, pts in (("tiny-sudoku-from-ar (converted)", SD["curve"]), ("the same recipe from scratch", SD["control"])):
+    ax.plot([p["step"] for p in pts], [p["accuracy"] for p in pts], marker="o", label=label)
+ax.axhline(SD["rows"]["tiny-sudoku"]["low-confidence"]["accuracy"], color="black", ls=":",
+           label=f"tiny-sudoku ({SD['scratch_steps']} steps)")
+ax.axhline(SD["rows"]["tiny-sudoku-ar"]["AR (left to right)"]["accuracy"], color="grey", ls="--", label="tiny-sudoku-ar (AR)")
+ax.set_xlabel("training steps (64 puzzles each)"); ax.set_ylabel("solved, by confidence order")
+ax.legend(fontsize=7)
+plt.show()
+""", check=False)
+
+code("""
+control = {p["step"]: p["accuracy"] for p in SD["control"]}
+for p in SD["curve"]:
+    if p["step"] in control:
+        print(f"step {p['step']:>5}: converted {p['accuracy']:.3f}, from scratch {control[p['step']]:.3f}")
+behind = [s for s, a in control.items() if next(p for p in SD["curve"] if p["step"] == s)["accuracy"] <= a]
+print("conversion ahead at every budget point:", not behind, *(["(not at steps", behind, ")"] if behind else []))
+""")
+
+md("""
+## 10 · What to take away, and what is not here
 
 - The block-causal mask is the whole difference: the same network, the same loss per block, and the
   KV cache becomes exact and the answer length free. At block size 1 it is the AR model.
-- A converted run starts from what the AR model knows; section 8's table says, budget point by
-  budget point, whether that start is still ahead of training from scratch.
-- Not here: the converted Sudoku twin (`tiny-sudoku-from-ar`, which issue 41 also asks for) is not
-  trained yet; `tiny-block4-edit`, block 4 with T2T noise, is the small LLaDA2.1 whose S and Q modes
-  section 5 runs beside `tiny-cap`.
+- A converted run starts from what the AR model knows; sections 8 and 9 say, budget point by budget
+  point, whether that start is still ahead of training from scratch, and section 5's targets how
+  far the block models are from the published ratios.
+- `tiny-block4-edit`, block 4 with T2T noise, is the small LLaDA2.1 whose S and Q modes section 5
+  runs beside `tiny-cap`.
+- Not here: conversions at the scale where they pay most (Fast-dLLM v2 adapts Qwen2.5 with about 1B
+  tokens; these runs see about 5M), and a block-1 model trained as such (block size 1 is read from
+  `tiny-ar`'s weights, which is the equality the mask must give).
 """)
 
 md("""
@@ -451,10 +518,11 @@ print(f"with the shift {predicted_bits(shifted, w2)['bits_per_token']:.3f} bits/
 """)
 
 md("""
-**4.** From the command line: `make model-block` retrains the four runs of section 8 and the committed
+**4.** From the command line: `make model-block` retrains the runs of section 8 and the committed
 block models (two queues of one thread; each run's training.json records its minutes), `labkit train
 --recipe tiny-block4-from-ar --out runs/mine --keep-steps 120,300,600` one of them with its curve
-snapshots, and `make bench-blocks` re-measures `blocks.json` and docs/models.md's tables.
+snapshots, `make model-sudoku-from-ar` section 9's model, and `make bench-blocks` re-measures
+`blocks.json` and docs/models.md's tables.
 """)
 
 print(NB.write("13_block_diffusion.ipynb"))

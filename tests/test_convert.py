@@ -8,7 +8,7 @@ import torch
 
 from labkit.models.tiny_net import TinyDLM, TinyDLMConfig
 from labkit.training.convert import anneal_layout, anneal_ratio, block_at
-from labkit.training.recipes import CURVE_STEPS, RECIPES, TrainConfig
+from labkit.training.recipes import CURVE_STEPS, RECIPES, TrainConfig, curve_steps
 
 
 def test_block_warmup_doubles_from_one():
@@ -91,7 +91,8 @@ def test_bad_conversion_knobs_are_refused(kw, match):
 def test_the_conversion_recipes():
     for name in ("tiny-block4", "tiny-block4-from-ar", "tiny-anneal", "tiny-scratch"):
         cfg = RECIPES[name]
-        assert cfg.steps == 1200 and all(s < cfg.steps for s in CURVE_STEPS), name
+        assert cfg.steps == 1200 and curve_steps(cfg) == CURVE_STEPS, name
+    assert curve_steps(RECIPES["tiny"]) == (*CURVE_STEPS, 2400)               # tiny's own recipe: 5% .. 50%, then its end
     assert RECIPES["tiny-block4-from-ar"].init_from == "tiny-ar" and not RECIPES["tiny-block4"].init_from
     assert RECIPES["tiny-block4-from-ar"].block_warmup == RECIPES["tiny-block4-from-ar"].steps // 10
 
@@ -161,3 +162,46 @@ def test_the_card_of_a_converted_block_model(tmp_path):
     assert "blocks of 1, 2, 4 ... up to 4 over the first 120 steps" in text
     assert "Initialised from the causal `tiny-ar`" in text and "elbo_bits_per_token: the block ELBO." in text
     assert "Stored at 16 bits (1.0 MB)" in text and "5.7012 at 32 bits, 5.7019 at 16" in text
+
+
+def test_the_sudoku_twin_on_the_grid_canvas():
+    """tiny-sudoku-from-ar starts as tiny-sudoku-ar's weights: each grid position takes the learned
+    position vector of the AR row's '=' and solution cells (37..73), the structure ids are the grid's
+    own, every other weight is the twin's, attention opened and logits shifted."""
+    from safetensors.torch import load_file
+
+    from labkit.models.load import load, model_folder
+    from labkit.tasks.layouts import ar_positions, structure
+    from labkit.training.loop import build_model
+
+    cfg = RECIPES["tiny-sudoku-from-ar"]
+    assert cfg.init_from == "tiny-sudoku-ar" and cfg.shift_logits and cfg.steps * 4 <= RECIPES["tiny-sudoku"].steps
+    assert ar_positions("sudoku") == list(range(37, 74)) and ar_positions("mirror") == list(range(22))
+    twin = load_file(model_folder("tiny-sudoku-ar") / "model.safetensors")
+    net = build_model(cfg, load("tiny-sudoku-ar").tokenizer)
+    state = net.state_dict()
+    assert torch.equal(state["positions.weight"], twin["positions.weight"][37:74])
+    assert state["structure_ids"].tolist() == structure("sudoku", "masked")
+    same = [k for k in twin if k not in ("positions.weight", "structure_ids")]
+    assert same and all(torch.equal(state[k], twin[k]) for k in same)
+    assert not net.config.is_causal and net.config.shift_logits and net.config.max_position_embeddings == 37
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(objective="ar"), "converts one task's AR twin"),
+    (dict(tasks=(("reversal", 0.8), ("mirror", 0.2)), seq_len=22), "converts one task's AR twin"),
+    (dict(cap_weight=0.5), "takes no distill, cap_weight or edit_stutter"),
+])
+def test_bad_task_conversions_are_refused(kw, match):
+    base = dict(data="tasks", init_from="tiny-sudoku-ar", tasks=(("sudoku", 1.0),), seq_len=37)
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**{**base, **kw})
+
+
+def test_a_twin_that_does_not_fit_the_canvas_is_refused():
+    from labkit.models.load import load
+    from labkit.training.loop import build_model
+
+    cfg = TrainConfig(**{**RECIPES["tiny-sudoku-from-ar"].__dict__, "init_from": "tiny-facts-ar"})
+    with pytest.raises(ValueError, match="init_from='tiny-facts-ar'"):
+        build_model(cfg, load("tiny-facts-ar").tokenizer)

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from doc_common import committed_section
 
 from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, SECTION_END, SECTION_START, curve_configs, models_section, targets
 from labkit.bench.tasks import SOLVER_LABEL
@@ -35,10 +36,7 @@ def test_the_targets_are_the_rows_read_again(rl):
 
 
 def test_docs_models_holds_the_section_the_script_writes(rl):
-    doc = (ROOT / "docs" / "models.md").read_text()
-    assert SECTION_START in doc and SECTION_END in doc
-    part = SECTION_START + doc.split(SECTION_START, 1)[1].split(SECTION_END, 1)[0] + SECTION_END
-    assert part == models_section(rl)
+    assert committed_section(SECTION_START, SECTION_END) == models_section(rl)
 
 
 def test_the_curves_are_the_recipe_with_one_surrogate_each(rl):

@@ -27,11 +27,12 @@ from ..decode import generate
 from ..eval.likelihood import predicted_bits
 from ..eval.metrics import gen_nats, word_validity
 from ..models.handle import model_block
-from ..models.load import EMBEDDED, load
+from ..models.load import EMBEDDED, load, model_folder
 from ..samplers import registry
 from ..training.convert import as_block_model
 from ..training.prompts import sample_prompts
-from ..training.recipes import CURVE_STEPS, RECIPES
+from ..training.recipes import RECIPES, curve_steps
+from .block_tables import PARTS
 from .common import Column, format_table, metadata
 from .likelihood import pick_windows
 from .samplers import nats_figures
@@ -42,6 +43,7 @@ LIKELIHOOD_MODELS = ("tiny-block4-from-ar", "tiny-block16", "tiny-block4", "tiny
 QUALITY_MODELS = ("tiny-block4-from-ar", "tiny-block16", "tiny-block4", "tiny-block4-edit", "tiny", "tiny-anneal",
                   "tiny-cap")
 CURVES = {"block 4 from tiny-ar (LLaDA2.0)": "tiny-block4-from-ar", "block 4 from scratch": "tiny-block4",
+          "full, opened at once from tiny-ar (Dream: tiny)": "tiny",
           "full, annealed from tiny-ar (DiffuLLaMA)": "tiny-anneal", "full from scratch": "tiny-scratch"}
 WINDOWS, MC_NUM, CURVE_MC_NUM = 32, 16, 8
 KNOBS = dict(gen_length=128, block_length=32)
@@ -145,15 +147,17 @@ def curves(runs="runs", windows: int = WINDOWS, mc_num: int = CURVE_MC_NUM, log=
         if cfg.init_from == AR_MODEL:
             start = as_block_model(ar_lm, cfg.block_size)          # 0: tiny-ar's attention opened at once
             points.append({"step": 0, "train_minutes": 0.0, **bits_row(start, w, ar, mc_num)})
-        for step in (*CURVE_STEPS, cfg.steps):
+        for step in curve_steps(cfg):
             snap = folder / f"step-{step}" if step < cfg.steps else folder
+            if step == cfg.steps and recipe in EMBEDDED:             # the committed model is the run's end
+                snap = model_folder(recipe)
             if not (snap / "model.safetensors").is_file():          # a run stopped early (--stop-at): its points so far
                 if step < cfg.steps:
                     raise FileNotFoundError(f"no snapshot {snap}: labkit train --recipe {recipe} --keep-steps ...")
                 break
             lm = find_model(recipe, runs) if step == cfg.steps else load(str(snap))
-            seconds = (json.loads((snap / "snapshot.json").read_text())["train_seconds"] if step < cfg.steps
-                       else json.loads((folder / "training.json").read_text())["train_seconds"])
+            seconds = json.loads((snap / ("snapshot.json" if step < cfg.steps else "training.json")).read_text())[
+                "train_seconds"]
             points.append({"step": step, "train_minutes": round(seconds / 60, 1), **bits_row(lm, w, ar, mc_num)})
             if log:
                 log(f"curve {recipe} step {step}: {points[-1]['bits_per_token']}")
@@ -162,15 +166,16 @@ def curves(runs="runs", windows: int = WINDOWS, mc_num: int = CURVE_MC_NUM, log=
     return {"windows": len(w), "mc_num": mc_num, "ar_bits": _r(ar["bits_per_token"]), "curves": out}
 
 
-def bench_blocks(parts=("likelihood", "quality", "curves", "speed", "stop"), runs="runs", log=None) -> dict:
-    from . import block_speed
-    unknown = set(parts) - {"likelihood", "quality", "curves", "speed", "stop"}
+def bench_blocks(parts=PARTS, runs="runs", log=None) -> dict:
+    from . import block_speed, task_convert
+    unknown = set(parts) - set(PARTS)
     if unknown:
-        raise ValueError(f"parts must be among likelihood, quality, curves, speed, stop; got {sorted(unknown)}")
+        raise ValueError(f"parts must be among {', '.join(PARTS)}; got {sorted(unknown)}")
     result = {"meta": metadata(load(AR_MODEL))}
     steps = {"likelihood": lambda: likelihood(runs=runs, log=log), "quality": lambda: quality(runs=runs, log=log),
              "curves": lambda: curves(runs=runs, log=log), "speed": lambda: block_speed.cache_speed(log=log),
-             "stop": lambda: block_speed.eos_stop(log=log)}
+             "stop": lambda: block_speed.eos_stop(log=log),
+             "sudoku": lambda: task_convert.sudoku_conversion(runs=runs, log=log)}
     for part in parts:
         t0 = time.perf_counter()
         result[part] = steps[part]()
@@ -191,4 +196,4 @@ def likelihood_table(r: dict) -> str:
                                     f"{lk['windows']} held-out windows given token 0")
 
 
-__all__ = ["AR_MODEL", "CURVES", "bench_blocks", "curves", "find_model", "likelihood", "likelihood_table", "quality"]
+__all__ = ["AR_MODEL", "CURVES", "PARTS", "bench_blocks", "curves", "find_model", "likelihood", "likelihood_table", "quality"]

@@ -59,8 +59,12 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
     return [
         f"# labkit `{model}`: a tiny {what} LM for {', '.join(tasks)}",
         "",
-        f"Trained from scratch by `labkit train --recipe {recipe}` (`make model-tasks` trains every task model, one "
-        "thread each)" + (", then by reinforcement learning with exact rewards (below)" if recipe != model else "")
+        (f"Converted from the AR twin `{cfg['init_from']}` by `labkit train --recipe {recipe}` (`make "
+         "model-sudoku-from-ar`): each canvas position starts from the twin's position that plays its part "
+         "(labkit.tasks.layouts.ar_positions), attention opened at once, logits shifted one right (Dream's recipe)"
+         if cfg.get("init_from") else
+         f"Trained from scratch by `labkit train --recipe {recipe}` (`make model-tasks` trains every task model, one "
+         "thread each)") + (", then by reinforcement learning with exact rewards (below)" if recipe != model else "")
         + "; loaded by `labkit.load()`.",
         "",
         "## Model",

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..bench.block_tables import PARTS
 from .common import progress_log, report
-
-PARTS = ("likelihood", "quality", "curves", "speed", "stop")
 
 
 def parts(p) -> None:

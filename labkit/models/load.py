@@ -18,6 +18,7 @@ EMBEDDED = {name: name for name in (                   # name → folder under l
     "tiny-sudoku", "tiny-sudoku-ar", "tiny-sudoku-ar-solver",                        # labkit.tasks
     "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar",
     "tiny-sudoku-rl", "tiny-sudoku-ar-rl",                                           # after RL
+    "tiny-sudoku-from-ar",                                                           # converted from its AR twin
     "tiny-block4-from-ar", "tiny-block4", "tiny-block16", "tiny-block4-edit")}       # block diffusion
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
 EOT_TOKEN_STRINGS = ("<|eot_id|>",       # end of turn: LLaDA's Llama-style template

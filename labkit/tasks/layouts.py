@@ -112,6 +112,18 @@ def prompt_formats(task: str, kind: str) -> list[PromptFormat]:
     return out
 
 
+def ar_positions(task: str) -> list[int]:
+    """For each position of `task`'s masked layout, the AR twin's position that plays its part when
+    the twin becomes a masked model (TrainConfig.init_from, a Dream-style conversion with shifted
+    logits): the Sudoku grid canvas S<36 cells> takes the AR row's '=' and its 36 solution cells
+    (there the twin's hidden state predicts the next solution cell, which is what a shifted masked
+    model reads); every other task has one layout for both twins."""
+    if task == "sudoku":
+        start = 1 + sudoku.CELLS                        # the '=' after the puzzle
+        return list(range(start, start + row_length(task, "masked")))
+    return list(range(row_length(task, "masked")))
+
+
 def row_length(task: str, kind: str) -> int:
     """Characters of a training row of `task` for a `kind` model (the model's context)."""
     _check_solver(task, kind)

@@ -83,15 +83,33 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
         src = init_folder(cfg.init_from)
         from safetensors.torch import load_file
         state = load_file(src / "model.safetensors")
-        def shapes(tensors) -> dict:      # an empty structure table counts as none (older weights lack it)
-            return {k: tuple(v.shape) for k, v in tensors.items()
-                    if k != "lm_head.weight" and not (k == "structure_ids" and v.numel() == 0)}
+        state.pop("structure_ids", None)  # a buffer: the ids of this config's own layout (older weights lack it)
+        if cfg.data == "tasks":
+            state = _task_layout(cfg, state)
+        def shapes(tensors) -> dict:
+            return {k: tuple(v.shape) for k, v in tensors.items() if k not in ("lm_head.weight", "structure_ids")}
         if shapes(state) != shapes(model.state_dict()):
             raise ValueError(f"init_from={cfg.init_from!r}: its weights do not fit this TrainConfig's "
                              f"shape (vocab, hidden_size, layers, heads, intermediate_size must match)")
         model.load_state_dict(state, strict=False)
         model.tie_weights()
     return model
+
+
+def _task_layout(cfg: TrainConfig, state: dict) -> dict:
+    """An AR twin's weights on the masked layout of cfg's task: each masked position takes the
+    learned position vector of the AR position that plays its part (layouts.ar_positions); the
+    structure ids are the new layout's own (the tables' vectors are shared by both layouts)."""
+    from ..tasks.layouts import ar_positions
+    state = dict(state)
+    table = state.get("positions.weight")                    # (L_ar, D)
+    if table is not None and table.shape[0] != cfg.seq_len:
+        idx = ar_positions(cfg.tasks[0][0])
+        if len(idx) != cfg.seq_len or max(idx) >= table.shape[0]:
+            raise ValueError(f"init_from={cfg.init_from!r}: its {table.shape[0]} positions do not map onto "
+                             f"seq_len={cfg.seq_len} of task {cfg.tasks[0][0]!r}")
+        state["positions.weight"] = table[idx]               # (L, D)
+    return state
 
 
 def init_folder(init_from: str) -> Path:

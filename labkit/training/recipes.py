@@ -95,8 +95,11 @@ class TrainConfig:
             raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
         if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
             raise ValueError("shift_logits, cap_weight, edit_prob and distill apply to objective='diffusion' only")
-        if self.data == "tasks" and (self.distill or self.init_from or self.cap_weight or self.edit_stutter):
-            raise ValueError("data='tasks' trains from scratch: no init_from, distill, cap_weight or edit_stutter")
+        if self.data == "tasks" and (self.distill or self.cap_weight or self.edit_stutter):
+            raise ValueError("data='tasks' takes no distill, cap_weight or edit_stutter")
+        if self.data == "tasks" and self.init_from and (self.objective != "diffusion" or len(self.tasks) != 1):
+            raise ValueError("data='tasks' with init_from converts one task's AR twin to a masked model: "
+                             "objective='diffusion' and a single task")
         if self.distill < 0 or (self.distill and not self.init_from):
             raise ValueError(f"distill must be 0 (off) or a prompt count > 0 with init_from set (the "
                              f"teacher), got distill={self.distill}, init_from={self.init_from!r}")
@@ -182,6 +185,7 @@ RECIPES["tiny-sudoku-ar-solver"] = TrainConfig(objective="ar", order="solver", s
 RECIPES.update(_pair("facts", 22, 22, tasks=(("reversal", 0.8), ("mirror", 0.2)), batch_size=160, steps=6000,
                      weight_decay=0.0))
 RECIPES.update(_pair("add", 19, 19, tasks=(("addition", 1.0),), batch_size=128, steps=8000))
+TASK_MODELS = tuple(name for name, cfg in RECIPES.items() if cfg.data == "tasks" and cfg.order == "reading")   # pairs
 # Block diffusion (LLaDA2.x's architecture) and the ways of making a diffusion LM from tiny-ar, each at
 # half of tiny's budget (1200 steps of 16 x 256 tokens), kept at 10/25/50% for the curves (make model-block):
 # tiny-block4-from-ar converted from tiny-ar with the block grown 1 -> 2 -> 4 over the first 10% (LLaDA2.0),
@@ -200,7 +204,21 @@ RECIPES.update({
     "tiny-block4-edit": TrainConfig(init_from="tiny-block4-from-ar", shift_logits=True, block_size=4, steps=150,
                                     lr=5e-4, warmup=15, cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5),
 })
-CURVE_STEPS = (120, 300, 600)           # 10%, 25%, 50% of the 1200-step runs; 100% is the model itself
+# The Sudoku AR twin converted to a masked model on the grid canvas (its '=' and solution positions
+# become the grid's, attention opened at once, logits shifted: Dream's recipe) at a quarter of
+# tiny-sudoku's 6000 steps, with tiny-sudoku's repair noise; kept at 10/25/50% for its curve.
+RECIPES["tiny-sudoku-from-ar"] = TrainConfig(**{**TASK_SHAPE, "warmup": 100}, init_from="tiny-sudoku-ar",
+                                             shift_logits=True, seq_len=37, edit_prob=0.1,
+                                             tasks=(("sudoku", 1.0),), batch_size=64, steps=1500)
+# ... and the same recipe from scratch (tiny-sudoku's own shape and noise at these 1500 steps), its control
+RECIPES["tiny-sudoku-scratch"] = TrainConfig(**{**TASK_SHAPE, "warmup": 100}, seq_len=37, edit_prob=0.1,
+                                             tasks=(("sudoku", 1.0),), batch_size=64, steps=1500)
+SUDOKU_CURVE_STEPS = (150, 375, 750)
+CURVE_STEPS = (120, 300, 600, 1200)     # 10/25/50% of the 1200-step runs (then their end); 5/12.5/25/50% of tiny's
 
-TASK_MODELS = tuple(name for name, cfg in RECIPES.items() if cfg.data == "tasks" and cfg.order == "reading")   # pairs
+
+def curve_steps(cfg: TrainConfig) -> tuple[int, ...]:
+    """The steps a run's curve is read at: the CURVE_STEPS before its end, then its end."""
+    return (*(s for s in CURVE_STEPS if s < cfg.steps), cfg.steps)
+
 SOLVER_TWINS = tuple(name for name, cfg in RECIPES.items() if cfg.order == "solver")
