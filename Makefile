@@ -146,7 +146,9 @@ model-tasks: install
 # and its control, the same recipe from scratch, side by side, one thread each, snapshots at 10/25/50%
 # for their curves; then the converted one evaluated into its card.
 model-sudoku-from-ar: install
-	( for r in tiny-sudoku-from-ar tiny-sudoku-scratch; do OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe $$r --out runs/$$r --keep-steps 150,375,750 & done; wait )
+	( OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe tiny-sudoku-from-ar --out runs/tiny-sudoku-from-ar --keep-steps 150,375,750 ) & \
+	( OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe tiny-sudoku-scratch --out runs/tiny-sudoku-scratch --keep-steps 150,375,750 ); \
+	status=$$?; wait $$! && test $$status -eq 0
 	$(call install_model,tiny-sudoku-from-ar)
 
 # The Sudoku pair after RL with exact rewards (labkit.training.rl; each resumes if interrupted), side

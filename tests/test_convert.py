@@ -3,6 +3,8 @@ block-size warm-up, the attention annealing, the token shift of a converted bloc
 checks on the new TrainConfig knobs."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -202,6 +204,6 @@ def test_a_twin_that_does_not_fit_the_canvas_is_refused():
     from labkit.models.load import load
     from labkit.training.loop import build_model
 
-    cfg = TrainConfig(**{**RECIPES["tiny-sudoku-from-ar"].__dict__, "init_from": "tiny-facts-ar"})
+    cfg = dataclasses.replace(RECIPES["tiny-sudoku-from-ar"], init_from="tiny-facts-ar")
     with pytest.raises(ValueError, match="init_from='tiny-facts-ar'"):
         build_model(cfg, load("tiny-facts-ar").tokenizer)

@@ -8,7 +8,7 @@ BLOCK4, BLOCK16, FULL, AR = "tiny-block4-from-ar", "tiny-block16", "tiny", "tiny
 PAIRS = {"block 4": ("block 4 from tiny-ar (LLaDA2.0)", "block 4 from scratch"),
          "full attention opened at once": ("full, opened at once from tiny-ar (Dream: tiny)", "full from scratch"),
          "full attention annealed": ("full, annealed from tiny-ar (DiffuLLaMA)", "full from scratch")}
-SUDOKU, CONFIDENCE = "tiny-sudoku-from-ar", "low-confidence"   # labkit.bench.task_convert's names
+SUDOKU, CONFIDENCE = "tiny-sudoku-from-ar", "low-confidence"   # the converted Sudoku twin, its rule (task_convert)
 QUARTER_STEPS = 600                      # 25% of tiny's 2400 steps
 
 

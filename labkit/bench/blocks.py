@@ -16,7 +16,6 @@ docs/models.md). Four parts, each a key of the result (benchmarks/results/blocks
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from ..training.convert import as_block_model
 from ..training.prompts import sample_prompts
 from ..training.recipes import RECIPES, curve_steps
 from .block_tables import PARTS
-from .common import Column, format_table, metadata
+from .common import Column, find_model, format_table, metadata, train_seconds
 from .likelihood import pick_windows
 from .samplers import nats_figures
 
@@ -50,19 +49,6 @@ KNOBS = dict(gen_length=128, block_length=32)
 THRESHOLDS = (0.9, 0.7, 0.5)
 FRONTIER_MODELS = ("tiny-block4-from-ar", "tiny-block16", "tiny")          # threshold decoding too: TPF by block size
 EDIT_MODELS = ("tiny-block4-edit", "tiny-cap")                             # trained with T2T noise: Q mode too
-
-
-def find_model(name: str, runs: str | Path = "runs"):
-    """An embedded model by name, else the finished run runs/NAME (a recipe not committed)."""
-    if name in EMBEDDED:
-        return load(name)
-    folder = Path(runs) / name
-    if not (folder / "model.safetensors").is_file():
-        raise FileNotFoundError(f"model {name!r} is neither embedded nor trained in {folder} "
-                                f"(labkit train --recipe {name} --out {folder})")
-    lm = load(str(folder))
-    lm.name = name
-    return lm
 
 
 def _r(x: float, digits: int = 4) -> float | None:
@@ -156,8 +142,7 @@ def curves(runs="runs", windows: int = WINDOWS, mc_num: int = CURVE_MC_NUM, log=
                     raise FileNotFoundError(f"no snapshot {snap}: labkit train --recipe {recipe} --keep-steps ...")
                 break
             lm = find_model(recipe, runs) if step == cfg.steps else load(str(snap))
-            seconds = json.loads((snap / ("snapshot.json" if step < cfg.steps else "training.json")).read_text())[
-                "train_seconds"]
+            seconds = train_seconds(snap)
             points.append({"step": step, "train_minutes": round(seconds / 60, 1), **bits_row(lm, w, ar, mc_num)})
             if log:
                 log(f"curve {recipe} step {step}: {points[-1]['bits_per_token']}")

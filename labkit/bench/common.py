@@ -17,6 +17,8 @@ from typing import Callable
 
 import torch
 
+from ..models.load import EMBEDDED, load
+
 
 def check_repeats(repeats) -> None:
     if not isinstance(repeats, int) or repeats < 1:
@@ -51,6 +53,25 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int,
             seconds, last[k] = stopwatch(fn, device)
             times[k].append(seconds)
     return {k: statistics.median(v) for k, v in times.items()}, last
+
+
+def find_model(name: str, runs: str | Path = "runs"):
+    """An embedded model by name, else the finished run runs/NAME (a recipe not committed)."""
+    if name in EMBEDDED:
+        return load(name)
+    folder = Path(runs) / name
+    if not (folder / "model.safetensors").is_file():
+        raise FileNotFoundError(f"model {name!r} is neither embedded nor trained in {folder} "
+                                f"(labkit train --recipe {name} --out {folder})")
+    lm = load(str(folder))
+    lm.name = name
+    return lm
+
+
+def train_seconds(folder: Path) -> float:
+    """Training seconds of a run's snapshot (snapshot.json) or of a finished model (training.json)."""
+    f = Path(folder) / "snapshot.json"
+    return json.loads((f if f.is_file() else Path(folder) / "training.json").read_text())["train_seconds"]
 
 
 def metadata(lm) -> dict:

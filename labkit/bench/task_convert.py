@@ -8,17 +8,18 @@ scratch (tiny-sudoku-scratch, a run in runs/, not committed) at the same steps.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 
 from ..eval.exact import evaluate_tasks
-from ..models.load import load, model_folder
+from ..models.load import load, model_folder, tiny_handle
 from ..training.recipes import RECIPES, SUDOKU_CURVE_STEPS
+from .block_tables import CONFIDENCE
+from .block_tables import SUDOKU as CONVERTED
+from .common import find_model, train_seconds
 
-CONVERTED, SCRATCH, TWIN = "tiny-sudoku-from-ar", "tiny-sudoku", "tiny-sudoku-ar"
+SCRATCH, TWIN = "tiny-sudoku", "tiny-sudoku-ar"
 CONTROL = "tiny-sudoku-scratch"          # the converted model's recipe from scratch: the curve beside it
-CONFIDENCE = "low-confidence"
 RULES = ((CONFIDENCE, "low_confidence", {}), ("random order", "random", {}), ("left to right", "left_to_right", {}),
          ("threshold 0.9", "threshold", {"threshold": 0.9}))
 
@@ -34,23 +35,12 @@ def step_zero():
     """The AR twin's weights on the masked canvas before training (the recipe's build_model), as a model."""
     from ..training.loop import build_model
     twin = load(TWIN)
-    net = build_model(RECIPES[CONVERTED], twin.tokenizer)
-    folder = Path(tempfile.mkdtemp(prefix="sudoku-step0-"))
-    net.save_pretrained(folder)
-    twin.tokenizer.save_pretrained(folder)
-    lm = load(str(folder))
-    lm.name = f"{TWIN} on the canvas (step 0)"
-    return lm
-
-
-def _train_seconds(folder: Path) -> float:
-    f = folder / "snapshot.json"
-    return json.loads((f if f.is_file() else folder / "training.json").read_text())["train_seconds"]
+    net = build_model(RECIPES[CONVERTED], twin.tokenizer).eval()
+    return tiny_handle(net, twin.tokenizer, f"{TWIN} on the canvas (step 0)")
 
 
 def sudoku_conversion(runs: str | Path = "runs", n: int | None = None, log=None) -> dict:
     """Rows by model and rule, and the converted model's curve by confidence order."""
-    from .blocks import find_model
     cfg, scratch_cfg = RECIPES[CONVERTED], RECIPES[SCRATCH]
     converted = find_model(CONVERTED, runs)
     rows = {CONVERTED: {label: _accuracy(converted, rule, knobs, n) for label, rule, knobs in RULES},
@@ -60,12 +50,11 @@ def sudoku_conversion(runs: str | Path = "runs", n: int | None = None, log=None)
         log(f"sudoku rows: {json.dumps({m: {k: v['accuracy'] for k, v in r.items()} for m, r in rows.items()})}")
     curve = [{"step": 0, "train_minutes": 0.0, **_accuracy(step_zero(), "low_confidence", {}, n)},
              *_snapshots(CONVERTED, runs, n, log),
-             {"step": cfg.steps, "train_minutes": round(_train_seconds(model_folder(CONVERTED)) / 60, 1),
+             {"step": cfg.steps, "train_minutes": round(train_seconds(model_folder(CONVERTED)) / 60, 1),
               **rows[CONVERTED][CONFIDENCE]}]
     control = [*_snapshots(CONTROL, runs, n, log), {"step": RECIPES[CONTROL].steps, "train_minutes": round(
-        _train_seconds(Path(runs) / CONTROL) / 60, 1), **_accuracy(find_model(CONTROL, runs), "low_confidence", {}, n)}]
+        train_seconds(Path(runs) / CONTROL) / 60, 1), **_accuracy(find_model(CONTROL, runs), "low_confidence", {}, n)}]
     return {"steps": cfg.steps, "scratch_steps": scratch_cfg.steps, "share_of_scratch_steps": cfg.steps / scratch_cfg.steps,
-            "scratch_minutes": round(_train_seconds(model_folder(SCRATCH)) / 60, 1),
             "rows": rows, "curve": curve, "control": control}
 
 
@@ -77,7 +66,7 @@ def _snapshots(recipe: str, runs, n: int | None, log) -> list[dict]:
         if not (snap / "model.safetensors").is_file():
             raise FileNotFoundError(f"no snapshot {snap}: labkit train --recipe {recipe} --keep-steps "
                                     + ",".join(map(str, SUDOKU_CURVE_STEPS)))
-        points.append({"step": step, "train_minutes": round(_train_seconds(snap) / 60, 1),
+        points.append({"step": step, "train_minutes": round(train_seconds(snap) / 60, 1),
                        **_accuracy(load(str(snap)), "low_confidence", {}, n)})
         if log:
             log(f"sudoku curve {recipe} step {step}: {points[-1]['accuracy']}")

@@ -163,14 +163,17 @@ def _load_tiny(path: Path, name: str) -> DLM:
             net = TinyDLM.from_pretrained(path)
     except (SafetensorError, OSError, RuntimeError, ValueError, KeyError) as e:
         raise ValueError(f"checkpoint in {path} is corrupt or incomplete: {str(e)[:200]}") from None
-    tok = load_tokenizer(path)
-    kind = "causal" if net.config.is_causal else "masked"
     try:
-        fmts = tuple(PromptFormat(**f) for f in getattr(net.config, "prompt_formats", None) or ())
+        return tiny_handle(net, load_tokenizer(path), name)
     except (TypeError, ValueError) as e:
         raise ValueError(f"config.json of {path}: prompt_formats are not valid: {e}") from None
-    return DLM(net=net, tokenizer=tok, mask_id=tok.mask_token_id, eos_id=tok.eos_token_id,
-               pad_id=tok.pad_token_id, name=name, kind=kind,
+
+
+def tiny_handle(net, tokenizer, name: str) -> DLM:
+    """The DLM handle of a labkit TinyDLM network and its tokenizer (loaded, or built in memory)."""
+    fmts = tuple(PromptFormat(**f) for f in getattr(net.config, "prompt_formats", None) or ())
+    return DLM(net=net, tokenizer=tokenizer, mask_id=tokenizer.mask_token_id, eos_id=tokenizer.eos_token_id,
+               pad_id=tokenizer.pad_token_id, name=name, kind="causal" if net.config.is_causal else "masked",
                max_length=net.config.max_position_embeddings, formats=fmts)
 
 
