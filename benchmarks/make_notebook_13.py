@@ -160,7 +160,7 @@ losses = [train_step(run) for _ in range(cfg.steps)]
 seconds = time.perf_counter() - t0
 first, last = sum(losses[:10]) / 10, sum(losses[-10:]) / 10
 shutil.rmtree(tmp)
-""")
+""", check=False)
 
 code("""
 print(f"{cfg.steps} steps in {seconds:.1f} s; mean loss of the first 10 steps {first:.2f}, of the last 10 {last:.2f}")
@@ -382,6 +382,17 @@ for pair, (conv, scratch) in PAIRS.items():
 quarter = at("block 4 from tiny-ar (LLaDA2.0)", 600)
 print(f"block 4 converted, at 600 steps (25% of tiny's 2400): {quarter['bits_per_token']:.3f} bits/token;",
       "at or below tiny's bound:", quarter["bits_per_token"] <= rows["tiny"]["bits_per_token"])
+""")
+
+code("""
+import textwrap
+
+from labkit.bench.block_tables import misses
+
+missed = [k for k, v in R["targets"].items() if not v["met"]]
+print(f"{len(missed)} of {len(R['targets'])} targets missed; by how much, and the comparison at equal steps:")
+for sentence in misses(R):
+    print(textwrap.fill(sentence, 100, initial_indent="- ", subsequent_indent="  "))
 """)
 
 md("""

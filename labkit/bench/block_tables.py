@@ -184,9 +184,24 @@ def markdown_targets(result: dict) -> str:
     return "\n".join(lines)
 
 
-def models_section(result: dict) -> str:
-    lk, q, s, st, sd = result["likelihood"], result["quality"], result["speed"], result["stop"], result["sudoku"]
+def cache_and_stop(result: dict) -> str:
+    """The models section's paragraphs on the exact cache's speed and on answers of any length."""
+    s, st = result["speed"], result["stop"]
     one, eos = st["one_speech"], st["eos_closing_lines"]
+    return f"""The exact cache (`labkit.models.kv_cache.BlockCache`) on `{s['model']}`, {s['rule']}, blocks of
+{s['block_length']}, batch 1, median of {s['repeats']} interleaved rounds ({s['threads']} thread{'s' * (s['threads'] != 1)}):
+
+{markdown_speed(result)}
+
+Answers of any length (`stop=`, `eos_early_stop`), {st['canvas']}-token canvas: one speech from {one['prompts']} held-out
+openings, stopped at the speech break, took {one['stop_nfe_per_row']} passes per row instead of
+{one['fixed_nfe_per_row']} ({one['saved']:.0%} saved, answers unchanged: {one['answers_unchanged']}); at EOS after each
+play's closing lines {eos['rows_stopped']} of {eos['prompts']} rows stopped ({eos['saved']:.0%} saved): the corpus writes EOS
+only at a play's end, so the models almost never write it."""
+
+
+def models_section(result: dict) -> str:
+    lk, q, sd = result["likelihood"], result["quality"], result["sudoku"]
     stopped = result["curves"]["curves"][PAIRS["full attention opened at once"][0]]["points"][-2]["step"]
     return f"""{SECTION_START}
 ## Block diffusion, and diffusion LMs made from `tiny-ar`
@@ -215,16 +230,7 @@ interval over prompts, word validity, tokens per forward:
 
 {markdown_quality(result)}
 
-The exact cache (`labkit.models.kv_cache.BlockCache`) on `{s['model']}`, {s['rule']}, blocks of
-{s['block_length']}, batch 1, median of {s['repeats']} interleaved rounds ({s['threads']} thread{'s' * (s['threads'] != 1)}):
-
-{markdown_speed(result)}
-
-Answers of any length (`stop=`, `eos_early_stop`), {st['canvas']}-token canvas: one speech from {one['prompts']} held-out
-openings, stopped at the speech break, took {one['stop_nfe_per_row']} passes per row instead of
-{one['fixed_nfe_per_row']} ({one['saved']:.0%} saved, answers unchanged: {one['answers_unchanged']}); at EOS after each
-play's closing lines {eos['rows_stopped']} of {eos['prompts']} rows stopped ({eos['saved']:.0%} saved): the corpus writes EOS
-only at a play's end, so the models almost never write it.
+{cache_and_stop(result)}
 
 Conversion against training from scratch at the same steps (bits per token as above, {result['curves']['mc_num']} draws;
 step 0 of a conversion is `tiny-ar`'s weights read as the target model; minutes of training on 2 cores
