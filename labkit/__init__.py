@@ -6,8 +6,8 @@
 
 The core is built in layers, each importing only the ones below it: samplers/ and threads, then
 trace and output, models/, controls/ and accel, the loops (decode, continuous, recorded, profile),
-then defaults and this module; the wings (bench/, eval/, training/, ui/, serve/, tasks/, cli/) are
-built on it (docs/architecture.md, checked by tests/test_layout.py).
+then defaults and this module; the wings (bench/, eval/, training/, ui/, serve/, tasks/, course/,
+cli/) are built on it (docs/architecture.md, checked by tests/test_layout.py).
 """
 import importlib
 

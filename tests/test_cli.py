@@ -313,5 +313,5 @@ def test_a_users_bench_run_never_overwrites_the_committed_figures():
     for name in bench._benchmarks():
         assert parser.parse_args(["bench", name]).out == common.SCRATCH == "runs/bench", name
     a = parser.parse_args(["bench", "rl", "--out", "nowhere-here"])
-    assert common.bench_input(a, "tasks.json") == str(common.COMMITTED / "tasks.json")
-    assert (common.COMMITTED / "tasks.json").is_file()
+    assert common.bench_input(a, "tasks.json") == str(common.committed() / "tasks.json")
+    assert (common.committed() / "tasks.json").is_file()

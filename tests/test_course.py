@@ -23,7 +23,7 @@ import nbformat
 from notebook_cells import code_cell
 from notebook_cells import output as printed
 
-from labkit.cli.course import ROUTE, SESSIONS, course_stops, notebook, stop_pieces
+from labkit.course.route import ROUTE, SESSIONS, course_stops, notebook, stop_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"

@@ -16,8 +16,20 @@ def test_this_environment_is_ready(tmp_path):
     checks = doctor.run(models=["tiny"], timing=False)
     assert doctor.exit_status(checks) == 0, doctor.report(checks)
     names = [c.name for c in checks]
-    assert names == ["python", "torch", "jupyterlab", "ipywidgets", "widget extension", "model tiny"]
+    assert names == ["python", "torch", "jupyterlab", "ipywidgets", "widget extension", "model tiny", "checkout"]
     assert "ready for the lab" in doctor.report(checks)
+
+
+def test_without_a_checkout_the_report_names_what_needs_one_and_does_not_fail(monkeypatch):
+    monkeypatch.setattr(doctor.checkout, "find", lambda start=None: None)
+    monkeypatch.setattr(doctor, "generation_seconds", lambda: 0.4)
+    checks = doctor.run(models=["tiny"])
+    text = doctor.report(checks)
+    assert doctor.exit_status(checks) == 0, text
+    assert "warn checkout" in text and "labkit slides" in text and "the notebooks" in text
+    assert "clone the lab's repository" in text
+    speed = next(c for c in checks if c.name == "speed")
+    assert speed.ok and "benchmarks/results/doctor.json, is in the lab's checkout" in speed.detail
 
 
 def test_a_missing_widget_extension_fails_with_its_fix(tmp_path):

@@ -14,7 +14,7 @@ from labkit.samplers import registry
 PKG = Path(lk.__file__).parent
 DOC = PKG.parent / "docs" / "architecture.md"
 # everything else in labkit is core; `python -m labkit` (__main__.py) is the command's entry, a wing
-WINGS = ("bench", "eval", "training", "ui", "cli", "serve", "tasks", "__main__")
+WINGS = ("bench", "eval", "training", "ui", "cli", "serve", "tasks", "course", "__main__")
 LOOPS = ("decode", "continuous", "recorded")        # the decoding loops, which models/ never imports
 # the one upward reference: the front door's lk.viz / lk.widgets import ui/ on first use (attribute
 # access, never run by `import labkit`): no edge of the import graph

@@ -12,8 +12,8 @@ import tarfile
 import nbformat
 import pytest
 
-from labkit.cli import slides, vendor
-from labkit.cli.course import ROUTE, SESSIONS, notebook
+from labkit.course import slides, vendor
+from labkit.course.route import ROUTE, SESSIONS, notebook
 
 
 def stored_text(name: str, folder=None) -> str:

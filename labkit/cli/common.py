@@ -6,16 +6,22 @@ import json
 import sys
 from pathlib import Path
 
+from ..checkout import root
+
 # A user's bench run writes here by default, never over the committed figures that notebooks and
 # tests read; the make targets that refresh those pass --out benchmarks/results.
 SCRATCH = "runs/bench"
-COMMITTED = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+
+
+def committed() -> Path:
+    """benchmarks/results of the lab's checkout: the committed figures (the package does not ship them)."""
+    return root("the committed benchmark results (benchmarks/results)") / "benchmarks" / "results"
 
 
 def bench_input(a, name: str) -> str:
     """A result another benchmark wrote: --out's copy if there is one, else the committed one."""
     mine = Path(a.out) / name
-    return str(mine if mine.is_file() else COMMITTED / name)
+    return str(mine if mine.is_file() else committed() / name)
 
 
 def note(text: str) -> None:

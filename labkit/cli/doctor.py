@@ -6,7 +6,11 @@ generation timed against the time stored for the course's reference machine.
     labkit doctor --json          # the same as one JSON object
     labkit doctor --save benchmarks/results/doctor.json   # (the project) store this machine as the reference
 
-A slow machine is a warning, not a failure: the lab still runs, the live cells take longer.
+A slow machine is a warning, not a failure: the lab still runs, the live cells take longer. So is
+a missing checkout (the lab's clone, labkit.checkout): the package alone generates, serves and
+passes every other check; the report names what needs the clone (the notebooks, the course, the
+committed results and the reference time, benchmarks/results/doctor.json, kept there beside the
+other committed figures and written there by --save).
 """
 from __future__ import annotations
 
@@ -19,7 +23,16 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-REFERENCE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "doctor.json"
+import torch
+
+from .. import checkout
+from ..decode import generate
+from ..models.load import EMBEDDED, load
+from ..threads import wanted
+
+REFERENCE = Path("benchmarks") / "results" / "doctor.json"          # in the lab's checkout
+NEEDS_CHECKOUT = ("the notebooks", "labkit student", "labkit slides", "labkit bench's committed inputs",
+                  f"the reference time ({REFERENCE})")
 WIDGETS = "@jupyter-widgets/jupyterlab-manager"
 SLOW = 3.0                     # warn when the generation takes more than this many times the reference
 
@@ -41,10 +54,6 @@ def _version(dist: str) -> str | None:
 
 
 def python_checks() -> list[Check]:
-    import torch
-
-    from ..threads import wanted
-
     py = sys.version_info
     threads = torch.get_num_threads()
     pinned = wanted()
@@ -56,7 +65,7 @@ def python_checks() -> list[Check]:
 
 def widget_extension(data_dirs=None, config_dirs=None) -> tuple[list[str], list[str]]:
     """Where the ipywidgets JupyterLab extension is installed, and the page configs that disable it."""
-    from jupyter_core.paths import jupyter_config_path, jupyter_path
+    from jupyter_core.paths import jupyter_config_path, jupyter_path  # the lab's extra: checked for, not required
 
     data_dirs = jupyter_path("labextensions") if data_dirs is None else data_dirs
     config_dirs = jupyter_config_path() if config_dirs is None else config_dirs
@@ -91,8 +100,6 @@ def jupyter_checks(data_dirs=None, config_dirs=None) -> list[Check]:
 
 def model_checks(names=None) -> list[Check]:
     """Every embedded model (or `names`) loads, timed."""
-    from ..models.load import EMBEDDED, load
-
     out = []
     for name in names if names is not None else EMBEDDED:
         t0 = time.perf_counter()
@@ -109,19 +116,33 @@ def model_checks(names=None) -> list[Check]:
 
 def generation_seconds(model: str = "tiny", repeats: int = 3) -> float:
     """Median seconds of one 64-token generation, one token per step (the panel's default), after a warm-up."""
-    import labkit as lk
-
-    lm = lk.load(model)
-    lk.generate(lm, "ROMEO:", gen_length=64, steps=64, block_length=32)
+    lm = load(model)
+    generate(lm, "ROMEO:", gen_length=64, steps=64, block_length=32)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        lk.generate(lm, "ROMEO:", gen_length=64, steps=64, block_length=32)
+        generate(lm, "ROMEO:", gen_length=64, steps=64, block_length=32)
         times.append(time.perf_counter() - t0)
     return sorted(times)[len(times) // 2]
 
 
-def speed_check(seconds: float, reference: Path = REFERENCE) -> Check:
+def checkout_check(found: Path | None) -> Check:
+    """Where the lab's checkout is; without one, what needs it (a warning: the package alone runs)."""
+    if found is not None:
+        return Check("checkout", True, str(found))
+    return Check("checkout", False, f"none from {Path.cwd()} upwards: {', '.join(NEEDS_CHECKOUT)} need it",
+                 checkout.HOW, needed=False)
+
+
+def reference_file(found: Path | None) -> Path | None:
+    """The stored reference time in the checkout `found` (None without a checkout)."""
+    return None if found is None else found / REFERENCE
+
+
+def speed_check(seconds: float, reference: Path | None) -> Check:
+    if reference is None:
+        return Check("speed", True, f"64 tokens in {seconds:.2f} s (the reference time, {REFERENCE}, is in the "
+                                    "lab's checkout: none here)", needed=False)
     ref = json.loads(reference.read_text())["generate_64_s"] if reference.is_file() else None
     if ref is None:
         return Check("speed", True, f"64 tokens in {seconds:.2f} s (no reference stored)", needed=False)
@@ -131,10 +152,11 @@ def speed_check(seconds: float, reference: Path = REFERENCE) -> Check:
                  "close other busy programs, or show the stored outputs", needed=False)
 
 
-def run(models=None, timing: bool = True, data_dirs=None, config_dirs=None, reference: Path = REFERENCE) -> list[Check]:
-    checks = python_checks() + jupyter_checks(data_dirs, config_dirs) + model_checks(models)
+def run(models=None, timing: bool = True, data_dirs=None, config_dirs=None) -> list[Check]:
+    found = checkout.find()
+    checks = python_checks() + jupyter_checks(data_dirs, config_dirs) + model_checks(models) + [checkout_check(found)]
     if timing and all(c.ok for c in checks if c.name == "model tiny"):
-        checks.append(speed_check(generation_seconds(), reference))
+        checks.append(speed_check(generation_seconds(), reference_file(found)))
     return checks
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+from ..checkout import root
+
 TAG = "solution"
 MARK = "# Solution"                 # the first line of a solution cell's code (after nbval's markers)
 STUB = ("# Your solution here: the exercise is in the text above. (The teacher's copy of this notebook\n"
         "# has a worked solution in this cell.)\n")
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def _code_lines(source: str) -> list[str]:
@@ -49,9 +50,11 @@ def student_copy(nb):
     return out
 
 
-def write_students(out: str | Path, src: str | Path = NOTEBOOKS) -> list[Path]:
-    import nbformat
+def write_students(out: str | Path, src: str | Path | None = None) -> list[Path]:
+    """A student's copy of each notebook of `src` (default: the lab's notebooks/) written into `out`."""
+    import nbformat  # the lab's extra: not needed by other commands
 
+    src = root("labkit student (the teacher's notebooks)") / "notebooks" if src is None else src
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -74,5 +77,5 @@ def _student(a) -> int:
 def add_parser(sub) -> None:
     s = sub.add_parser("student", help="the students' copies of the notebooks: solutions replaced by stubs")
     s.add_argument("--out", default="build/student", help="folder for the copies (default build/student)")
-    s.add_argument("--notebooks", default=str(NOTEBOOKS), help="the teacher's notebooks (default: the lab's)")
+    s.add_argument("--notebooks", help="the teacher's notebooks (default: the notebooks/ of the lab's checkout)")
     s.set_defaults(fn=_student)

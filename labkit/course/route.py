@@ -1,7 +1,7 @@
 """The course's route as data: which notebook parts each stop of docs/course.md shows.
 
 Read by the course's dry run (tests/test_course.py, which times every stop from these parts) and by
-`labkit slides` (labkit.cli.slides), which builds each session's deck from the same parts, so the
+`labkit slides` (labkit.course.slides), which builds each session's deck from the same parts, so the
 slides show what the session shows. A part is a notebook section (from its heading to the next
 heading of any level) or one cell, found by a text it contains; `pieces` reads a notebook as
 (heading, kind, text or cell), markdown cut at each heading.
@@ -12,7 +12,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+from ..checkout import root
+
+__all__ = ["COURSES", "ROUTE", "SESSIONS", "Stop", "course_stops", "notebook", "notebooks", "pieces", "session_stops",
+           "shown_pieces", "stop_pieces"]
 
 
 @dataclass(frozen=True)
@@ -74,12 +77,19 @@ ROUTE = {
     "3.6": Stop(None),
 }
 SESSIONS = "123"                # 1 and 2 the core, 3 optional
+COURSES = {"en": "course.md", "zh-CN": "course.zh-CN.md"}      # the course's text by language, in docs/
 
 
-def notebook(name: str, folder: Path = NOTEBOOKS):
+def notebooks() -> Path:
+    """The lab's notebooks/ folder (in its checkout: the package does not ship the notebooks)."""
+    return root("the course (its notebooks)") / "notebooks"
+
+
+def notebook(name: str, folder: Path | None = None):
+    """Notebook `name` of `folder` (default: the lab's notebooks/)."""
     import nbformat  # the lab's extra: not needed by other commands
 
-    return nbformat.read(Path(folder) / name, as_version=4)
+    return nbformat.read(Path(folder or notebooks()) / name, as_version=4)
 
 
 def pieces(nb):
