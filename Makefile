@@ -68,7 +68,7 @@ notebooks: install
 	cd notebooks && for nb in *.ipynb; do \
 	    ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=True "$$nb" || exit 1; done
-	$(BIN)/python benchmarks/sync_zh_notebooks.py
+	$(BIN)/python benchmarks/sync_notebooks.py
 
 # Reproduce the embedded models (each resumes if interrupted; times measured on 2 cores):
 # tiny-ar from scratch (40 min), tiny adapted from it (40 min), tiny-cap distilled from tiny (43 min: 22 teacher decoding, 21 training).

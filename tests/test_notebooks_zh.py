@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from sync_zh_notebooks import SETUP, TAG, body  # noqa: E402
+from sync_notebooks import SETUP, TAG, body  # noqa: E402
 
 EN = sorted((ROOT / "notebooks").glob("*.ipynb"))
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -1,0 +1,431 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 12 · Rewards: teaching a diffusion LM when to keep and when to edit
+#
+# **The question:** LLaDA2.1's article credits a reinforcement-learning stage for what its
+# draft-and-edit decoding does well: "the point of RL is not only a higher score, but to teach the model
+# when to hold its ground and when to correct itself". Notebook 11 showed where that matters: on Sudoku
+# every edit can be checked, and a plain confidence threshold matches `tiny-sudoku`'s S mode at more
+# cells per pass (section 7's table). Here
+# you write the pieces of RL for a masked diffusion LM by hand, check each against `labkit.training.rl`,
+# run a few steps live, and read what 400 steps did to the committed `tiny-sudoku-rl`.
+#
+# Words used below:
+#
+# - **rollout**: one answer decoded by a rule (here S mode, sampling at a temperature, so its drafts and
+#   its edits are the model's *actions*); **reward**: an exact score of that answer (Sudoku: the share of
+#   blanks right, + 1 if the grid is a valid solution that keeps the clues);
+# - **group**: G rollouts of one question; **advantage**: a rollout's reward minus its group's mean,
+#   divided by the group's standard deviation (GRPO); a group whose rollouts all scored the same
+#   carries no signal;
+# - **surrogate**: a diffusion LM's log p(answer) is intractable, so RL raises an estimate of it: d1's
+#   **one pass** (answer all masked, log p of each token), ESPO's sequence **ELBO** (answer masked at a
+#   random ratio t, Σ log p / t), LLaDA2.1's **block ELBO** (EBPO, per block), or the **exact** log p of
+#   an AR twin;
+# - **ratio** ρ = π_θ / π_old of the surrogate, **clipped** to [1 − ε, 1 + ε] (PPO), and a **KL** term
+#   that keeps the policy near the model it started from;
+# - **TPF**: answer cells written per forward pass; **fixed / broken**: cells an edit made right /
+#   wrong.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+import copy
+import json
+import random
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import labkit as lk
+from labkit.eval.exact import edit_outcomes
+from labkit.models.load import model_folder
+from labkit.tasks import heldout, sudoku
+from labkit.training import rewards, rl
+from labkit.training.losses import stratified_t
+
+SEED = 0
+RESULTS = Path("..") / "benchmarks" / "results"
+R = json.loads((RESULTS / "rl.json").read_text())
+sd = lk.load("tiny-sudoku")
+sd_rl = lk.load("tiny-sudoku-rl")
+print(sd.name, "and", sd_rl.name, "loaded;", f"{sum(p.numel() for p in sd.net.parameters()):,} parameters each")
+
+# %% [markdown]
+# ## 1 · Rollouts and their exact rewards
+#
+# Training-split questions (their grids are never held-out ones), each decoded G = 8 times in S mode
+# at temperature 0.7: the same model, different draws. Often all eight answers come out alike (the
+# model is sure of most cells, and S mode commits only confident ones), so the cell below draws
+# questions until one group differs. The reward is written here by hand from its definition, then
+# compared with `labkit.training.rewards.reward`.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+G = 8
+rng = random.Random(SEED)
+rule = lk.samplers.registry.rule("speed", temperature=0.7)
+for tried in range(1, 51):                       # the first question whose rollouts do not all score alike
+    question = rewards.training_question("sudoku", rng, clues=(10, 13))
+    rolls = rl.rollout(sd, [question], rule, group=G, seed=SEED)
+    if rolls.reward.unique().numel() > 1:
+        break
+print(f"questions drawn: {tried} ({tried - 1} whose {G} rollouts all earned the same reward)")
+
+
+def valid_grid(cells: str) -> bool:
+    '''Every row, column and 2x3 box of a 6x6 grid holds 1..6 once.'''
+    if len(cells) != 36 or not all(c in "123456" for c in cells):
+        return False
+    g = [cells[r * 6:r * 6 + 6] for r in range(6)]
+    units = g + ["".join(g[r][c] for r in range(6)) for c in range(6)]
+    units += ["".join(g[r][c] for r in range(br, br + 2) for c in range(bc, bc + 3))
+              for br in range(0, 6, 2) for bc in range(0, 6, 3)]
+    return all(sorted(u) == list("123456") for u in units)
+
+
+def reward_by_hand(pred: str, item) -> float:
+    puzzle = item.prompt.strip().removeprefix("S").removesuffix("=")
+    pred = pred.strip()
+    blanks = [i for i, c in enumerate(puzzle) if c == "."]
+    right = sum(i < len(pred) and pred[i] == item.answer[i] for i in blanks) / len(blanks)
+    keeps = len(pred) == 36 and all(c == "." or pred[i] == c for i, c in enumerate(puzzle))
+    return right + (1.0 if keeps and valid_grid(pred) else 0.0)
+
+
+mine = torch.tensor([reward_by_hand(t, question) for t in rolls.texts])
+clues = sum(c != "." for c in question.prompt.strip().removeprefix("S").removesuffix("="))
+print("puzzle:", question.prompt, f"({clues} clues)")
+for t, r in zip(rolls.texts, mine):
+    print(f"  {t}  reward {r:.3f}")
+print("by hand == labkit:", torch.allclose(mine, rolls.reward))
+
+# %% [markdown]
+# ## 2 · Group-relative advantages
+#
+# Each reward minus its group's mean, over the group's standard deviation (plus a small ε so a group of
+# equal rewards gives 0, not a division by zero).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+r = rolls.reward.view(-1, G)
+adv_mine = ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + rl.ADV_EPS)).reshape(-1)
+adv = rl.group_advantages(rolls.reward, G)
+print("advantages:", [f"{a:+.2f}" for a in adv_mine.tolist()])
+print("by hand == labkit:", torch.allclose(adv_mine, adv))
+print("rollouts that carry signal:", int((adv.abs() > 0).sum()), "of", G)
+
+# %% [markdown]
+# ## 3 · The ELBO surrogate, by hand
+#
+# A masked model has no exact log p(answer). ESPO raises its evidence lower bound instead: mask each
+# cell the rule wrote with probability t (t drawn once per rollout, low-discrepancy over the batch), and
+# sum log p of the true cell over the masked ones, each weighted 1/t; divide by the number of written
+# cells. Below, the masks are drawn by hand with the same generator calls as `surrogates.draw`, and the
+# estimate is computed by hand from the network's logits.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+x, written = rolls.x, rolls.written                                   # (G, L) final rows, (G, L) written cells
+g_hand, g_lib = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+t = stratified_t(G, 0.1, g_hand)                                      # (G,) masking ratios in [0.1, 1)
+u = torch.rand(x.shape, generator=g_hand)                             # (G, L)
+masked = written & (u < t[:, None])
+canvas = torch.where(masked, torch.full_like(x, sd.mask_id), x)
+with torch.no_grad():
+    logp = F.log_softmax(sd.net(input_ids=canvas).logits.float(), -1)  # (G, L, V)
+tok = logp.gather(-1, x[..., None]).squeeze(-1)                       # log p of each true token
+elbo_mine = (torch.where(masked, tok / t[:, None], 0.0)).sum(-1) / written.sum(-1)
+
+d = rl.draw("elbo", x, written, sd.mask_id, g_lib, t_min=0.1)
+with torch.no_grad():
+    est = rl.estimate(lambda c: rl.policy_logits(sd, sd.net, c), d, x)
+print("same canvases:", torch.equal(canvas, d.canvas))
+print("ELBO per answer cell:", [f"{v:.3f}" for v in elbo_mine.tolist()])
+print("by hand == labkit:", torch.allclose(elbo_mine, est.sequence, atol=1e-5))
+
+# %% [markdown]
+# ## 4 · The clipped objective and the KL, by hand
+#
+# One update changes the policy; the ratio ρ = exp(ℓ_new − ℓ_old) of each rollout's surrogate then
+# moves away from 1. PPO's pessimistic objective takes min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A): a rollout
+# cannot pull the policy further than ε from where the batch was drawn. The KL to the starting model is
+# exact over the vocabulary at the positions the surrogate read.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+policy = copy.deepcopy(sd.net)
+opt = torch.optim.SGD(policy.parameters(), lr=0.5)
+policy_lm = replace(sd, net=policy)
+new = rl.estimate(lambda c: rl.policy_logits(policy_lm, policy, c), d, x)
+(-(adv * new.sequence).mean()).backward()                             # a (large) policy-gradient step
+opt.step()
+
+new = rl.estimate(lambda c: rl.policy_logits(policy_lm, policy, c), d, x)
+rho = torch.exp(new.sequence - est.sequence)                          # (G,)
+eps, beta = 0.2, 0.1
+obj = torch.minimum(rho * adv, rho.clamp(1 - eps, 1 + eps) * adv)
+kl_pos = (new.logp.exp() * (new.logp - est.logp)).sum(-1)             # (G, L) KL at each position
+kl_mine = torch.where(d.scored, kl_pos, 0.0).sum(-1) / d.scored.sum(-1).clamp_min(1)   # a row with no masked cell: 0
+loss_mine = -obj.mean() + beta * kl_mine.mean()
+
+kl = rl.kl_to_ref(new.logp, est.logp, d)
+loss, parts = rl.grpo_loss(new, est, adv, d, eps, kl, beta)
+print("ratios:", [f"{v:.3f}" for v in rho.tolist()])
+print(f"clipped: {int(((rho - 1).abs() > eps).sum())} of {G}")
+print("KL by hand == labkit:", torch.allclose(kl_mine, kl, atol=1e-6))
+print("loss by hand == labkit:", torch.allclose(loss_mine.detach(), loss.detach(), atol=1e-6))
+
+# %% [markdown]
+# ## 5 · A few steps, live
+#
+# `rl.setup_rl` and `rl.rl_step` are what `labkit train-rl` runs: here four questions × four rollouts a
+# step and two clipped updates (the committed run used 16 × 8 and four updates, 400 steps). Each step
+# prints its mean reward, its solved share and how many rollouts carried a signal.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cfg = rl.RLConfig(init_from="tiny-sudoku", rule="speed", temperature=0.7, surrogate="elbo", questions=4,
+                  group=4, inner_steps=2, kl=0.2, lr=1e-5, steps=3, clues=(10, 13), seed=SEED)
+run = rl.setup_rl(cfg, tempfile.mkdtemp(), log=lambda m: None)
+for _ in range(cfg.steps):
+    rec = rl.rl_step(run)
+    print(f"step {rec['step']}: mean reward {rec['reward']:.3f}, solved {rec['solved']:.2f}, "
+          f"rollouts with signal {rec['signal_rows']} of {cfg.questions * cfg.group}")
+
+# %% [markdown]
+# ## 6 · What 400 steps did: the stored runs
+#
+# The committed recipe (`labkit train-rl --recipe tiny-sudoku-rl`): 16 training puzzles × 8 S-mode
+# rollouts a step at temperature 0.7, the ELBO surrogate, four clipped updates, KL 0.2, lr 1e-5, 400
+# steps on one CPU thread; beside it the same budget with the one-pass surrogate. Rewards of each step,
+# averaged over 20 steps:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+for label, c in R["curves"].items():
+    rew = np.array(c["reward"])
+    smooth = np.convolve(rew, np.ones(20) / 20, mode="valid")
+    axes[0].plot(np.arange(len(smooth)) + 20, smooth, label=label)
+    ev = c["evals"]
+    axes[1].plot([e["step"] for e in ev], [e["speed"]["accuracy"] for e in ev], marker="o", label=f"{label}: S mode")
+    axes[1].plot([e["step"] for e in ev], [e["low_confidence"]["accuracy"] for e in ev], ls="--",
+                 label=f"{label}: low-confidence")
+axes[0].set(xlabel="step", ylabel="mean rollout reward (20-step mean)", title="reward per step")
+axes[1].set(xlabel="step", ylabel="solved (150 held-out puzzles)", title="in-training evaluation")
+for a in axes:
+    a.legend(fontsize=7)
+plt.tight_layout()
+plt.show()
+hist = json.loads((model_folder("tiny-sudoku-rl") / "training.json").read_text())["rl"]["history"]
+rows = R["curves"]["elbo"]["config"]["questions"] * R["curves"]["elbo"]["config"]["group"]
+signal = sum(h["signal_rows"] for h in hist) / len(hist)
+print(f"tiny-sudoku-rl: rollouts with signal, mean over {len(hist)} steps: {signal:.1f} of {rows} ({signal / rows:.0%}); "
+      f"share of ratios clipped: {sum(h['clip_fraction'] for h in hist) / len(hist):.2%}")
+for label, c in R["curves"].items():
+    rew = c["reward"]
+    k = len(rew) // 10
+    first, last = sum(rew[:k]) / k, sum(rew[-k:]) / k
+    print(f"{label:>9}: mean reward, first tenth of steps {first:.3f}, last tenth {last:.3f} "
+          f"({'rose' if last > first + 0.01 else 'fell' if last < first - 0.01 else 'flat'})")
+
+
+# %% [markdown]
+# ## 7 · Before and after, on all 600 held-out puzzles
+#
+# `labkit bench rl` decodes every held-out puzzle with every rule, greedily, before (`tiny-sudoku`)
+# and after (`tiny-sudoku-rl`); each accuracy has its 95% interval (Wilson). TPF is cells per forward
+# pass.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def by_label(runs):
+    return {r["label"]: r["tasks"]["sudoku"] for r in runs}
+
+
+before, after = by_label(R["runs"]["start"]), by_label(R["runs"]["rl"])
+print(f"{'rule':<24}{'tiny-sudoku':>28}{'tiny-sudoku-rl':>28}")
+for label in before:
+    b, a = before[label], after[label]
+    fmt = lambda s: f"{s['accuracy']:6.1%} [{s['ci95'][0]:.1%}, {s['ci95'][1]:.1%}] {s['tpf']:5.2f}"
+    print(f"{label:<24}{fmt(b):>28}{fmt(a):>28}")
+for name, runs in (("tiny-sudoku", before), ("tiny-sudoku-rl", after)):
+    e = runs["S mode"]["edits"]
+    print(f"{name}: S mode's edits fixed {e['fixed']} cells and broke {e['broke']} "
+          f"({e['fixed'] / e['broke']:.2f} fixed per broken)")
+
+# %% [markdown]
+# The same recipe trained with two more seeds (`labkit bench rl` trains them; seed 0 is the committed
+# model): is the change from `tiny-sudoku` larger than the spread between seeds?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+seeds = {"0": R["runs"]["rl"]} | {k: v["runs"] for k, v in R["seeds"].items()}
+for seed, runs in seeds.items():
+    by = by_label(runs)
+    print(f"seed {seed}: " + " | ".join(f"{label} {by[label]['accuracy']:.1%} at {by[label]['tpf']:.2f}"
+                                        for label in ("S mode", "threshold 0.9", "low-confidence")))
+print("tiny-sudoku: " + " | ".join(f"{label} {before[label]['accuracy']:.1%} at {before[label]['tpf']:.2f}"
+                                   for label in ("S mode", "threshold 0.9", "low-confidence")))
+
+# %% [markdown]
+# The frontier: each rule's accuracy against its TPF, before (hollow) and after (filled). RL is worth
+# its cost to S mode if S mode moves up and to the right of the threshold and factor rules.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+fig, ax = plt.subplots(figsize=(6.5, 4))
+for runs, filled in ((before, False), (after, True)):
+    for label, s in runs.items():
+        colour = "C3" if label.startswith(("S mode", "Q mode")) else "C0"
+        ax.scatter(s["tpf"], s["accuracy"], s=30, color=colour, facecolors=colour if filled else "none")
+        if filled:
+            ax.annotate(label, (s["tpf"], s["accuracy"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+ax.set(xlabel="TPF (cells per forward pass)", ylabel="solved", title="hollow: tiny-sudoku, filled: tiny-sudoku-rl")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 8 · The edits, on the grid
+#
+# S mode on the same ten hard held-out puzzles with both models: for one puzzle, which cell was written
+# (light) and which was edited (dark) at each step; then what the edits did over the ten.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+hard = [it for it in heldout("sudoku") if it.group == "hard"][:10]
+truth = torch.tensor([sd.encode(it.answer) for it in hard])
+fig, axes = plt.subplots(1, 2, figsize=(10, 2.6))
+for ax, lm in zip(axes, (sd, sd_rl)):
+    out = lk.generate(lm, [it.prompt for it in hard], "speed", seed=SEED)
+    P = out.trace.prompt_len
+    view = (out.trace.committed()[:, 0, P:P + 36].float() + 2 * out.trace.edited()[:, 0, P:P + 36].float())
+    ax.imshow(view.T.numpy(), aspect="auto", cmap="Greys", vmin=0, vmax=2)
+    ax.set(xlabel="step", ylabel="cell", title=f"{lm.name}: {len(out.trace)} steps")
+    o = edit_outcomes(out.trace, truth)
+    solved = sum(t.strip() == it.answer for t, it in zip(out.texts, hard))
+    print(f"{lm.name:<15} solved {solved}/10 in {out.stats['nfe']} batched forward passes; edits fixed "
+          f"{sum(e['fixed'] for e in o)}, broke {sum(e['broke'] for e in o)}")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 9 · How noisy is each surrogate?
+#
+# The same batch of S-mode rollouts; the cosine between one draw's policy gradient and the mean of 32
+# other draws of the same surrogate (1 would be noiseless). The one-pass estimate is the steadiest and
+# biased: its mean gradient points elsewhere than the ELBO's.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for row in R["gradient_noise"]:
+    extra = f", mean vs the ELBO's mean {row['cosine_to_elbo_reference']:.2f}" if "cosine_to_elbo_reference" in row else ""
+    print(f"{row['label']:>22}: cosine {row['cosine_mean']:.2f} ± {row['cosine_sd']:.2f}{extra}")
+
+# %% [markdown]
+# ## 10 · RL on Shakespeare: three words as the reward
+#
+# The same GRPO on text: `tiny`, rewarded for writing three given words (whole words, any case, as
+# notebook 06's keyword controls count them) in an answer sampled at temperature 1. The words are not
+# in the prompt: the reward is the only teacher. `labkit bench rl` trains the run and samples the
+# plain and the trained model once on each held-out prompt; gen-PPL under `tiny-ar` says what the
+# words cost in fluency.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+k = R["keywords"]
+c = k["config"]
+print(f"reward: the share of {', '.join(c['keywords'])} present + 1 if all; {c['steps']} steps, "
+      f"{c['questions']} prompts x {c['group']} rollouts, {c['gen_length']} tokens at temperature {c['temperature']}")
+print(f"mean rollout reward, first tenth of steps {k['reward_tenths'][0]:.3f}, last tenth {k['reward_tenths'][1]:.3f}")
+for name, e in (("tiny", k["before"]), ("after RL", k["after"])):
+    lo, hi = e["all_words_ci95"]
+    rates = ", ".join(f"{w} {v:.0%}" for w, v in e["word_rates"].items())
+    glo, ghi = e["gen_ppl_ci95"]
+    print(f"{name:>9}: all three {e['all_words']:.1%} [{lo:.1%}, {hi:.1%}] of {e['n']} | {rates} | "
+          f"gen-PPL {e['gen_ppl']:.2f} [{glo:.2f}, {ghi:.2f}], distinct-2 {e['distinct_2']:.3f}")
+r, lo, hi = k["gen_ppl_ratio"]
+print(f"gen-PPL after / before on the same prompts: {r:.3f} [{lo:.3f}, {hi:.3f}] -> "
+      + ("within noise" if lo <= 1 <= hi else "lower after RL" if hi < 1 else "higher after RL"))
+print("after RL, a sample:", repr(k["after"]["examples"][0]))
+
+# %% [markdown]
+# ## 11 · What it reached, and what it did not
+#
+# The targets were set where the frontier says editing pays, before any run; `rl.json` records each
+# against the measured value. Read this cell's output before the conclusion below it.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for name, t in R["targets"].items():
+    print(f"{name:<26} target {t['target']:<34} value {str(t['value'])[:60]:<62} {'met' if t['met'] else 'missed'}")
+
+# %% [markdown]
+# What the runs say, read from the cells above: on Sudoku the mean rollout reward did not rise in
+# 400 steps (on Shakespeare it did, section 10, by writing the words however it could);
+# what the updates changed was the model's *confidence* (compare the threshold rows of section 7
+# before and after), not its correctness. Three measured reasons: most groups carry no signal, since
+# their rollouts all score alike (section 6 prints the share over the whole run, section 5 step by
+# step); the clipped ratio almost never reached its bound, so each batch moved the policy very little
+# towards the better answers; and one draw of the ELBO gives a noisy gradient (section 9). Raising
+# the better answers' likelihood sharpens the model everywhere, and a threshold rule reads sharpness
+# as permission to commit more cells per pass. Exercise 1 measures the first cause at two temperatures.
+#
+# ## Exercises
+#
+# Each has its solution just below it: try it in a new cell first.
+#
+# **1.** Count the rollouts that carry signal over 10 training questions at temperature 0.7 and at 1.0
+# (G = 8, S mode). Which temperature gives RL more to learn from?
+
+# %% tags=["solution"]
+# NBVAL_CHECK_OUTPUT
+# Solution
+qs = [rewards.training_question("sudoku", random.Random(f"ex1-{i}"), clues=(10, 13)) for i in range(10)]
+for temp in (0.7, 1.0):
+    r = rl.rollout(sd, qs, lk.samplers.registry.rule("speed", temperature=temp), group=8, seed=SEED)
+    a = rl.group_advantages(r.reward, 8)
+    print(f"temperature {temp}: mean reward {r.reward.mean():.3f}, rollouts with signal {int((a.abs() > 0).sum())} of 80")
+
+# %% [markdown]
+# **2.** Dr. GRPO drops the division by the group's standard deviation (`scale_rewards=False`). Show on
+# the rollouts of section 1 that it keeps the advantages' signs and order, and changes their size.
+
+# %% tags=["solution"]
+# NBVAL_CHECK_OUTPUT
+# Solution
+centred = rl.group_advantages(rolls.reward, G, scale=False)
+print("same signs:", torch.equal(torch.sign(centred), torch.sign(adv)))
+print("same order:", torch.equal(torch.argsort(centred, stable=True), torch.argsort(adv, stable=True)))
+print("scale (GRPO / centred):", f"{float(adv.norm() / centred.norm()):.2f}" if centred.norm() > 0 else "no signal")
+
+# %% [markdown]
+# **3.** The one-pass surrogate of d1 masks the whole answer and a share of the prompt. Draw it for the
+# rollouts of section 1 and check that every written cell is masked and that about 15% of the prompt is.
+
+# %% tags=["solution"]
+# NBVAL_CHECK_OUTPUT
+# Solution
+d1 = rl.draw("one_pass", x, written, sd.mask_id, torch.Generator().manual_seed(SEED), prompt_mask=0.15)
+is_mask = d1.canvas == sd.mask_id
+print("every written cell masked:", bool(is_mask[written].all()))
+print(f"prompt cells masked: {float(is_mask[~written].float().mean()):.1%}")
+
+# %% [markdown]
+# **4.** From the command line: `labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl`
+# retrains the committed model (it resumes if stopped; about 20 minutes on one thread), `labkit
+# train-rl --init-from tiny-sudoku --surrogate one_pass --steps 50 --out runs/try` tries another
+# surrogate, and `labkit bench rl --out benchmarks/results` re-measures the tables of sections 6 to 10
+# (`make model-rl`, `make bench-rl`). docs/models.md, "Rewards", says what each run cost.

@@ -1,0 +1,137 @@
+"""The notebooks' text sources (notebook_sources/, paired by jupytext.toml; CONTRIBUTING.md): one source
+per notebook, English and Chinese, holding the same cells as its .ipynb; each Chinese source's code
+equal to the English source's; and the one-edit typo fix of benchmarks/sync_notebooks.py (what
+`make notebook-sync` runs) shown on a copy: the markdown moves into the .ipynb, every output stays."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from sync_notebooks import TAG, SyncError, body, paths, sync  # noqa: E402
+
+NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+PAIRS = [(n, lang) for n in NAMES for lang in ("en", "zh-CN")]
+
+
+def cells(nb) -> list:
+    return [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]
+
+
+def test_one_source_per_notebook_and_nothing_else():
+    for sub in ("", "zh-CN"):
+        sources = {p.name for p in (ROOT / "notebook_sources" / sub).iterdir() if p.name != "zh-CN"}
+        assert sources == {f"{n}.py" for n in NAMES}, sub or "English"
+        assert sorted(p.stem for p in (ROOT / "notebooks" / sub).glob("*.ipynb")) == NAMES
+
+
+def test_jupytext_toml_pairs_each_notebook_with_the_source_the_sync_reads():
+    """`jupytext --sync notebooks/NAME.ipynb` (the way back from an edit made in JupyterLab) and the
+    Makefile's sync must agree on which file is a notebook's source."""
+    for name in (NAMES[0], NAMES[-1]):
+        p = paths(name)
+        for nb, src in ((p["nb"], p["src"]), (p["zh_nb"], p["zh_src"])):
+            out = subprocess.run([sys.executable, "-m", "jupytext", "--paired-paths", str(nb.relative_to(ROOT))],
+                                 cwd=ROOT, capture_output=True, text=True, timeout=60).stdout   # (its exit status is 1)
+            assert out.split() == [str(src.relative_to(ROOT))]
+
+
+@pytest.mark.parametrize("name,lang", PAIRS, ids=[f"{lang}/{n}" for n, lang in PAIRS])
+def test_the_source_and_its_notebook_hold_the_same_cells(name, lang):
+    p = paths(name)
+    src, nb = (p["src"], p["nb"]) if lang == "en" else (p["zh_src"], p["zh_nb"])
+    stored = nbformat.read(nb, as_version=4)
+    assert cells(jupytext.read(src)) == cells(stored), f"{src.name}: `make notebook-sync NB={name[:2]}` brings it in"
+    assert "jupytext" not in stored.metadata, "the pairing lives in jupytext.toml"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_chinese_source_has_the_english_code(name):
+    p = paths(name)
+    en, zh = jupytext.read(p["src"]), jupytext.read(p["zh_src"])
+    assert TAG in zh.cells[0].metadata.get("tags", []), "the setup cell comes first"
+    assert [c.cell_type for c in body(zh)] == [c.cell_type for c in en.cells]
+    assert [c.source for c in body(zh) if c.cell_type == "code"] == [c.source for c in en.cells if c.cell_type == "code"]
+
+
+# ------------------------------------------------------------------ the edit paths, on a copy
+
+NAME = "05_lab_panel"          # markdown, checked outputs, widget state and a twin
+
+
+@pytest.fixture
+def copy_of(tmp_path):
+    """NAME's four files and jupytext.toml copied into tmp_path, the sources written last (the
+    freshest, as after an edit)."""
+    shutil.copy(ROOT / "jupytext.toml", tmp_path)
+    here, there = paths(NAME), paths(NAME, tmp_path)
+    for key in ("nb", "zh_nb", "src", "zh_src"):
+        there[key].parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(here[key], there[key])
+    return there
+
+
+def snapshot(p) -> dict:
+    return {key: path.read_bytes() for key, path in p.items()}
+
+
+def test_a_typo_fixed_in_the_source_reaches_the_notebook_with_every_output_kept(copy_of):
+    p = copy_of
+    before = snapshot(p)
+    text = p["src"].read_text(encoding="utf-8")
+    old = "is the whole lab in one panel"
+    assert text.count(old) == 1, "the markdown line this test edits"
+    p["src"].write_text(text.replace(old, "is the entire lab in one panel"), encoding="utf-8")
+
+    done = sync(NAME, root=p["src"].parents[1])
+
+    assert done == [f"notebooks/{NAME}.ipynb: updated"]
+    was, now = (json.loads(b) for b in (before["nb"], p["nb"].read_bytes()))
+    changed = [i for i, (a, b) in enumerate(zip(was["cells"], now["cells"])) if a != b]
+    assert len(changed) == 1 and now["cells"][changed[0]]["cell_type"] == "markdown"
+    assert "is the entire lab in one panel" in "".join(now["cells"][changed[0]]["source"])
+    assert [c.get("outputs") for c in now["cells"]] == [c.get("outputs") for c in was["cells"]]
+    assert now["metadata"] == was["metadata"]                    # the widget state among it
+    assert {k: p[k].read_bytes() for k in ("zh_nb", "zh_src")} == {k: before[k] for k in ("zh_nb", "zh_src")}
+    assert sync(NAME, root=p["src"].parents[1]) == []            # done once: nothing left to bring in
+
+
+def test_a_code_edit_without_a_run_is_refused_and_nothing_is_written(copy_of):
+    p = copy_of
+    text = p["src"].read_text(encoding="utf-8").replace("lab.steps.value = 64", "lab.steps.value = 32")
+    p["src"].write_text(text, encoding="utf-8")
+    before = snapshot(p)
+    with pytest.raises(SyncError, match="make notebook NB=05"):
+        sync(NAME, root=p["src"].parents[1])
+    assert snapshot(p) == before
+    # before the run (make notebook's first step) the code goes in; the twin waits for the run
+    assert sync(NAME, root=p["src"].parents[1], before_run=True) == [f"notebooks/{NAME}.ipynb: updated"]
+    assert "lab.steps.value = 32" in p["nb"].read_text(encoding="utf-8")
+
+
+def test_a_twin_whose_cells_no_longer_line_up_is_refused(copy_of):
+    p = copy_of
+    p["zh_src"].write_text(p["zh_src"].read_text(encoding="utf-8") + "\n# %% [markdown]\n# 多出来的一格\n",
+                           encoding="utf-8")
+    before = snapshot(p)
+    with pytest.raises(SyncError, match="no longer line up"):
+        sync(NAME, root=p["src"].parents[1])
+    assert snapshot(p) == before
+
+
+def test_a_notebook_edited_after_its_source_is_not_overwritten(copy_of):
+    p = copy_of
+    nb = nbformat.read(p["nb"], as_version=4)
+    nb.cells[0].source += " (edited in JupyterLab)"
+    nbformat.write(nb, p["nb"])
+    later = p["src"].stat().st_mtime + 10
+    os.utime(p["nb"], (later, later))
+    with pytest.raises(SyncError, match="jupytext --sync"):
+        sync(NAME, root=p["src"].parents[1])
