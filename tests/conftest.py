@@ -19,10 +19,11 @@ def tiny():
 
 
 # Files whose tests take tens of seconds each (lm-eval runs, servers, subprocesses, the GPU check on
-# the CPU, compiled passes, the course's activities): `make check` leaves them to `make test`.
+# the CPU, compiled passes, the course's activities, a non-editable install): `make check` leaves them to `make test`.
 SLOW_FILES = {"test_harness.py", "test_profile.py", "test_cli.py", "test_accel.py", "test_threads.py",
               "test_batch.py", "test_serve.py", "test_serve_clients.py", "test_endpoint.py", "test_course.py",
-              "test_loop_rules.py", "test_distill.py", "test_scratch.py", "test_likelihood.py", "test_continuous.py"}
+              "test_loop_rules.py", "test_distill.py", "test_scratch.py", "test_likelihood.py", "test_continuous.py",
+              "test_install.py"}
 
 
 def pytest_collection_modifyitems(config, items):
