@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebooks student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block install-block bench-blocks bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebook notebooks notebook-sync student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block install-block bench-blocks bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -62,13 +62,31 @@ check: install
 nbval: install
 	LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q notebooks --nbval
 
-# Re-execute the notebooks in place (the stored outputs nbval compares against), with their widget
-# state, so a copy opened without a kernel (or on GitHub) still shows the panels.
+# The notebooks from their sources (notebook_sources/, paired by jupytext.toml; CONTRIBUTING.md).
+# make notebook NB=12: notebook_sources/12_*.py into notebooks/12_*.ipynb, that notebook re-executed in
+# place (the stored outputs nbval compares against), with its widget state so a copy opened without a
+# kernel (or on GitHub) still shows the panels, then its Chinese twin: code and outputs from it, markdown
+# from notebook_sources/zh-CN/12_*.py. make notebooks: the same for every notebook.
+# make notebook-sync NB=12 (or every notebook without NB): the sources in, nothing executed, for markdown
+# edits (every output kept); it refuses a code edit, which needs make notebook.
+SYNC := $(BIN)/python benchmarks/sync_notebooks.py
+define run_notebooks
+	$(SYNC) --before-run $(1)
+	names="$$($(SYNC) --list $(1))" && cd notebooks && for name in $$names; do \
+	    $(abspath $(BIN))/jupyter nbconvert --to notebook --execute --inplace \
+	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=True "$$name.ipynb" || exit 1; done
+	$(SYNC) $(1)
+endef
+
+notebook: install
+	@test -n "$(NB)" || { echo "which notebook? make notebook NB=12 (make notebooks runs them all)"; exit 1; }
+	$(call run_notebooks,$(NB))
+
 notebooks: install
-	cd notebooks && for nb in *.ipynb; do \
-	    ../$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=True "$$nb" || exit 1; done
-	$(BIN)/python benchmarks/sync_notebooks.py
+	$(call run_notebooks,)
+
+notebook-sync: install
+	$(SYNC) $(NB)
 
 # Reproduce the embedded models (each resumes if interrupted; times measured on 2 cores):
 # tiny-ar from scratch (40 min), tiny adapted from it (40 min), tiny-cap distilled from tiny (43 min: 22 teacher decoding, 21 training).

@@ -11,6 +11,7 @@ metadata come from the English .ipynb, its markdown from its own source, and one
     python benchmarks/sync_notebooks.py 12               # sources -> notebook 12 and its twin, no kernel
     python benchmarks/sync_notebooks.py                  # the same for every notebook
     python benchmarks/sync_notebooks.py --before-run 12  # code edits in too; `make notebook` then executes it
+    python benchmarks/sync_notebooks.py --list 12        # the names selected: 12_rewards
 
 Without --before-run a changed code cell is refused (its stored outputs would be stale): execute it
 with `make notebook NB=12`, which runs this before and after nbconvert. Markdown edits keep every
@@ -166,8 +167,12 @@ def main(argv=None) -> int:
     p.add_argument("nb", nargs="*", help="notebook numbers or names (all when none)")
     p.add_argument("--before-run", action="store_true",
                    help="bring code edits in too, before executing (the twins wait for the run)")
+    p.add_argument("--list", action="store_true", help="only print the names NB selects (what make executes)")
     a = p.parse_args(argv)
     try:
+        if a.list:
+            print("\n".join(names(a.nb)))
+            return 0
         for name in names(a.nb):
             for line in sync(name, before_run=a.before_run) or [f"{name}: unchanged"]:
                 print(line)

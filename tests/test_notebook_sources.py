@@ -135,3 +135,17 @@ def test_a_notebook_edited_after_its_source_is_not_overwritten(copy_of):
     os.utime(p["nb"], (later, later))
     with pytest.raises(SyncError, match="jupytext --sync"):
         sync(NAME, root=p["src"].parents[1])
+
+
+def test_make_notebook_brings_the_source_in_runs_that_notebook_only_then_its_twin():
+    """`make notebook NB=12` and `make notebooks` take the same three steps (a dry run: nothing executes)."""
+    def steps(*args):
+        out = subprocess.run(["make", "-n", *args, "BIN=.venv/bin", "STAMP=/dev/null"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60).stdout
+        return [ln for ln in out.splitlines() if "sync_notebooks.py" in ln or "nbconvert" in ln]
+    one, every = steps("notebook", "NB=12"), steps("notebooks")
+    assert [ln.split()[-1] for ln in (one[0], one[2])] == ["12", "12"] and "--before-run" in one[0]
+    assert "--list 12)" in one[1] and "--execute --inplace" in one[1] and "store_widget_state=True" in one[1]
+    assert [ln.replace(" 12", " ").rstrip() for ln in one] == [ln.rstrip() for ln in every]
+    sync_only = steps("notebook-sync", "NB=12")
+    assert len(sync_only) == 1 and "nbconvert" not in sync_only[0] and sync_only[0].endswith("sync_notebooks.py 12")
