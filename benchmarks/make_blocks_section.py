@@ -1,17 +1,10 @@
-"""Writes docs/models.md's section on block diffusion and conversion from benchmarks/results/blocks.json
-(tests/test_block_results.py checks that the committed section is the one this writes).
+"""Writes docs/models.md's section on block diffusion and conversion from benchmarks/results/blocks.json,
+its targets judged from the rows and kept in it first (docgen.models_md.write_blocks;
+tests/test_block_results.py checks that the committed section is the one this writes).
 
     python benchmarks/make_blocks_section.py     # after labkit bench blocks --out benchmarks/results
 """
-from __future__ import annotations
-
-import json
-from pathlib import Path
-
-from doc_sections import write_section
-
-from labkit.bench.block_tables import SECTION_END, SECTION_START, models_section
+from docgen.models_md import write_blocks
 
 if __name__ == "__main__":
-    section = models_section(json.loads(Path("benchmarks/results/blocks.json").read_text()))
-    print(f"written: {write_section(section, SECTION_START, SECTION_END)}")
+    print(f"written: {write_blocks()}")

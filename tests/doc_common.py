@@ -1,7 +1,13 @@
-"""Reading a generated section of docs/models.md back (the RL and block results' tests)."""
+"""Reading the generated docs back: benchmarks/ on sys.path, so the tests import the docs tool as its
+scripts do (`from docgen.blocks import ...`, benchmarks/docgen), and a generated section of
+docs/models.md as the doc holds it. Import this module before docgen."""
+import sys
 from pathlib import Path
 
-MODELS_DOC = Path(__file__).resolve().parent.parent / "docs" / "models.md"
+ROOT = Path(__file__).resolve().parent.parent
+MODELS_DOC = ROOT / "docs" / "models.md"
+if str(ROOT / "benchmarks") not in sys.path:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def committed_section(start: str, end: str) -> str:

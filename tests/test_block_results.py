@@ -1,14 +1,17 @@
 """The committed block-diffusion results read back: benchmarks/results/blocks.json's targets
-recomputed from its rows, docs/models.md's section as benchmarks/make_blocks_section.py writes it,
-the curves against their recipes, and the block and converted models' records and cards."""
+recomputed from its rows, docs/models.md's section as benchmarks/make_blocks_section.py writes it
+(benchmarks/docgen), the curves against their recipes, and the block and converted models' records
+and cards."""
 import json
 from pathlib import Path
 
 import pytest
 from doc_common import committed_section
+from docgen.blocks import SECTION_END, SECTION_START, models_section
+from docgen.models_md import write_blocks
 
-from labkit.bench.block_tables import PAIRS, PARTS, SECTION_END, SECTION_START, behind_points, misses, models_section, targets
-from labkit.bench.blocks import CURVES, LIKELIHOOD_MODELS, QUALITY_MODELS
+from labkit.bench.block_tables import PAIRS, behind_points, misses, targets
+from labkit.bench.blocks import CURVES, LIKELIHOOD_MODELS, PARTS, QUALITY_MODELS
 from labkit.bench.task_convert import CONVERTED, RULES
 from labkit.models.load import EMBEDDED, model_folder
 from labkit.training.recipes import RECIPES, SUDOKU_CURVE_STEPS, curve_steps
@@ -35,6 +38,20 @@ def test_the_targets_are_the_rows_read_again(blocks):
 
 def test_docs_models_holds_the_section_the_script_writes(blocks):
     assert committed_section(SECTION_START, SECTION_END) == models_section(blocks)
+
+
+def test_the_script_judges_the_targets_into_blocks_json_then_writes_the_section(blocks, tmp_path):
+    """As `make bench-blocks` runs it: labkit bench blocks writes the rows without targets."""
+    committed = (ROOT / "benchmarks" / "results" / "blocks.json").read_bytes()
+    section = committed_section(SECTION_START, SECTION_END)
+    doc = tmp_path / "models.md"
+    doc.write_text(f"# models\n\n{section}\n")
+    (tmp_path / "blocks.json").write_text(json.dumps({k: v for k, v in blocks.items() if k != "targets"}))
+    write_blocks(tmp_path, doc)
+    assert (tmp_path / "blocks.json").read_bytes() == committed and doc.read_text() == f"# models\n\n{section}\n"
+    (tmp_path / "blocks.json").write_text(json.dumps({k: v for k, v in blocks.items() if k != "sudoku"}))
+    with pytest.raises(ValueError, match="lacks the parts"):
+        write_blocks(tmp_path, doc)
 
 
 def test_every_missed_target_says_by_how_much_and_why(blocks):

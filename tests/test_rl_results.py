@@ -1,13 +1,16 @@
 """The committed RL results read back: benchmarks/results/rl.json against tasks.json, its targets
-recomputed from its rows, docs/models.md's RL section as benchmarks/make_rl_section.py writes it,
-and the RL models' records."""
+recomputed from its rows (benchmarks/docgen/targets.py), docs/models.md's RL section as
+benchmarks/make_rl_section.py writes it, and the RL models' records."""
 import json
 from pathlib import Path
 
 import pytest
 from doc_common import committed_section
+from docgen.models_md import write_rl
+from docgen.rl import SECTION_END, SECTION_START, keywords_paragraph, markdown_seeds, models_section
+from docgen.targets import rl_targets
 
-from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, SECTION_END, SECTION_START, curve_configs, models_section, targets
+from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, RL_SEEDS, SEED_LABELS, curve_configs, keyword_config
 from labkit.bench.tasks import SOLVER_LABEL
 from labkit.models.load import model_folder
 from labkit.training.rl import RL_RECIPES, same_config
@@ -31,12 +34,49 @@ def test_the_starting_rows_are_tasks_json_rows_and_every_rule_ran_after(rl):
 
 
 def test_the_targets_are_the_rows_read_again(rl):
-    stored = json.loads(json.dumps(targets(rl["runs"]["rl"], rl["runs"]["start"], rl["runs"]["ar_rl"])))
+    stored = json.loads(json.dumps(rl_targets(rl["runs"]["rl"], rl["runs"]["start"], rl["runs"]["ar_rl"])))
     assert stored == rl["targets"]
 
 
 def test_docs_models_holds_the_section_the_script_writes(rl):
     assert committed_section(SECTION_START, SECTION_END) == models_section(rl)
+
+
+def test_the_script_judges_the_targets_into_rl_json_then_writes_the_section(rl, tmp_path):
+    """As `make bench-rl` runs it: labkit bench rl writes the rows without targets (here they come
+    last; the committed file keeps them where an earlier round put them)."""
+    section = committed_section(SECTION_START, SECTION_END)
+    doc = tmp_path / "models.md"
+    doc.write_text(f"# models\n\n{section}\n")
+    (tmp_path / "rl.json").write_text(json.dumps({k: v for k, v in rl.items() if k != "targets"}))
+    write_rl(tmp_path, doc)
+    assert json.loads((tmp_path / "rl.json").read_text()) == rl and doc.read_text() == f"# models\n\n{section}\n"
+
+
+def _row(label, acc, tpf, hard=None, edits=None):
+    s = {"accuracy": acc, "tpf": tpf, "groups": {"hard": {"accuracy": acc if hard is None else hard}}}
+    return {"label": label, "tasks": {"sudoku": s | ({"edits": edits} if edits else {})}}
+
+
+def test_the_targets_are_read_from_the_rows():
+    start = [_row("low-confidence", 0.988, 1.0), _row("margin", 0.988, 1.0), _row("entropy", 0.992, 1.0),
+             _row("threshold 0.7", 0.893, 10.78), _row("S mode", 0.883, 7.8, edits={"fixed": 486, "broke": 112})]
+    good = [_row("low-confidence", 0.986, 1.0), _row("margin", 0.99, 1.0), _row("entropy", 0.99, 1.0),
+            _row("threshold 0.7", 0.90, 10.0),
+            _row("S mode", 0.96, 7.5, hard=0.91, edits={"fixed": 500, "broke": 90})]
+    t = rl_targets(good, start, {"tasks": {"sudoku": {"accuracy": 0.5}}})
+    assert all(v["met"] for v in t.values()), t
+    bad = [dict(r) for r in good]
+    bad[3] = _row("threshold 0.7", 0.97, 9.0)                          # more accurate at a higher TPF
+    bad[0] = _row("low-confidence", 0.98, 1.0)                          # 0.8 points below the start
+    t = rl_targets(bad, start, None)
+    assert not t["s_mode_on_frontier"]["met"] and "threshold 0.7" in t["s_mode_on_frontier"]["value"][0]
+    assert not t["confident_orders_kept"]["met"] and t["confident_orders_kept"]["value"]["low-confidence"] == -0.008
+    assert not t["ar_twin"]["met"]
+    bad[4] = _row("S mode", 0.96, 6.5, hard=0.85, edits={"fixed": 400, "broke": 100})
+    t = rl_targets(bad, start, None)
+    assert [t[k]["met"] for k in ("s_mode_overall", "s_mode_hard", "s_mode_tpf", "edits_fixed_per_broken")] == \
+        [True, False, False, False]
 
 
 def test_the_curves_are_the_recipe_with_one_surrogate_each(rl):
@@ -71,8 +111,6 @@ def test_the_readmes_sentence_on_rl_is_what_rl_json_shows(rl):
 
 
 def test_the_seeds_are_the_recipe_with_other_seeds_on_every_held_out_puzzle(rl):
-    from labkit.bench.rl import RL_SEEDS, SEED_LABELS, markdown_seeds
-
     assert sorted(rl["seeds"]) == sorted(str(s) for s in RL_SEEDS)
     for seed, s in rl["seeds"].items():
         assert [r["label"] for r in s["runs"]] == list(SEED_LABELS), seed
@@ -88,7 +126,6 @@ def test_the_seeds_are_the_recipe_with_other_seeds_on_every_held_out_puzzle(rl):
 
 
 def test_the_keyword_run_on_shakespeare_is_the_recipe_and_its_figures_hold_together(rl):
-    from labkit.bench.rl import keyword_config, keywords_paragraph
     from labkit.eval.exact import wilson
 
     k = rl["keywords"]
@@ -101,3 +138,22 @@ def test_the_keyword_run_on_shakespeare_is_the_recipe_and_its_figures_hold_toget
         assert set(e["word_rates"]) == set(cfg.keywords) and e["gen_ppl"] > 1 and len(e["examples"]) == 2
         assert e["all_words"] <= min(e["word_rates"].values())          # all three is rarer than any one
     assert keywords_paragraph(rl).strip() in (ROOT / "docs" / "models.md").read_text()
+
+
+def test_labkit_bench_rl_trains_only_the_missing_runs_and_the_bench_only_reads_them(tmp_path, monkeypatch):
+    from labkit.bench import rl as bench_rl
+    from labkit.cli import bench_training
+
+    folders = {"curves_folder": tmp_path / "curves", "seeds_folder": tmp_path / "seeds",
+               "keyword_folder": tmp_path / "keywords"}
+    runs = bench_rl.training_runs(**folders)
+    assert len(runs) == len(curve_configs()) + len(RL_SEEDS) + 1
+    done = next(iter(runs))
+    done.mkdir(parents=True)
+    (done / "training.json").write_text(json.dumps({"rl": {"config": {}, "history": []}}))
+    trained = []
+    monkeypatch.setattr(bench_training, "train_rl", lambda cfg, folder, **kw: trained.append((folder, cfg.seed)))
+    assert bench_training.train_rl_runs(**folders) == [f for f in runs if f != done]
+    assert (tmp_path / "seeds" / "seed2", 2) in trained
+    with pytest.raises(FileNotFoundError, match="labkit bench rl trains it first"):
+        bench_rl.read_run(tmp_path / "seeds" / "seed1")

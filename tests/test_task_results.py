@@ -5,6 +5,8 @@ import re
 from pathlib import Path
 
 import pytest
+from doc_common import MODELS_DOC
+from docgen import tasks as section
 
 from labkit.bench import task_tables as tables
 from labkit.bench import tasks as bench
@@ -41,6 +43,13 @@ def test_every_rule_and_each_twin_ran_on_every_held_out_item(result):
                 full = HELDOUT_ITEMS if task != "reversal" else 3 * 300
                 assert s["n"] == full - (300 if task == "reversal" and run["label"] == bench.AR_LABEL else 0), \
                     (pair, run["label"], task)
+
+
+def test_docs_models_holds_the_section_the_script_writes(result, seeds):
+    doc = MODELS_DOC.read_text()
+    written = section.models_section(result, seeds)
+    assert doc[doc.index(section.HEADING):].startswith(written + "<!-- rl section"), \
+        "docs/models.md: python benchmarks/make_models_section.py"
 
 
 def test_docs_models_shows_the_committed_tables(result, seeds):

@@ -1,9 +1,10 @@
-"""benchmarks/test_times.py: a pytest log with --durations=0 summed per notebook and per test file."""
+"""benchmarks/test_times.py: a pytest log with --durations=0 summed per notebook and per test file, and
+the tables docs/benchmarks.md shows from the sums (benchmarks/docgen/benchmarks_md.py)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from doc_common import ROOT
+from docgen.benchmarks_md import before_after, times_tables
 from notebook_cells import script
 
 LOG = """\
@@ -29,7 +30,7 @@ def test_seconds_are_summed_per_notebook_and_per_file_with_the_summary():
     assert r["unit_files"] == {"tests/test_serve.py": 2.0, "tests/test_model.py": 0.4}
     assert r["counts"] == {"passed": 7, "failed": 1} and r["wall_seconds"] == 21.5
     assert r["summed_seconds"] == 40.0 and r["unit_summed_seconds"] == 2.4
-    table = module().markdown(r)
+    table = times_tables(r)
     assert "| 03_parallel_decoding.ipynb | 32.6 |" in table and "7 passed, 1 failed in 22 s" in table
 
 
@@ -40,9 +41,8 @@ def test_a_log_without_durations_or_summary_is_refused(log, message):
 
 
 def test_the_before_after_table_has_every_notebook_and_the_run():
-    mod = module()
-    r = mod.parse(LOG)
-    table = mod.before_after(r)
+    r = module().parse(LOG)
+    table = before_after(r)
     assert "| 03_parallel_decoding.ipynb | 330.0 | 32.6 |" in table
     assert "| 01_quickstart.ipynb | 13.5 | 5.0 |" in table
     assert "| make test: tests passed | 999 | 7 |" in table
@@ -50,8 +50,7 @@ def test_the_before_after_table_has_every_notebook_and_the_run():
 
 def test_docs_benchmarks_shows_the_recorded_run():
     import json
-    root = Path(__file__).resolve().parents[1]
-    r = json.loads((root / "benchmarks" / "results" / "test_times.json").read_text())
-    docs = (root / "docs" / "benchmarks.md").read_text()
-    for table in (module().before_after(r), module().markdown(r)):
-        assert table in docs, "docs/benchmarks.md: paste the tables benchmarks/test_times.py prints"
+    r = json.loads((ROOT / "benchmarks" / "results" / "test_times.json").read_text())
+    docs = (ROOT / "docs" / "benchmarks.md").read_text()
+    for table in (before_after(r), times_tables(r)):
+        assert table in docs, "docs/benchmarks.md: python -m benchmarks.docgen writes test_times.json's tables"

@@ -1,5 +1,5 @@
 """`labkit bench blocks`: block diffusion and conversion from an AR model, measured (notebook 13,
-docs/models.md). Four parts, each a key of the result (benchmarks/results/blocks.json):
+docs/models.md). Its parts (PARTS), each a key of the result (benchmarks/results/blocks.json):
 
 - likelihood: bits per predicted token (positions 1..255 of 32 held-out windows given token 0,
   `eval.likelihood.predicted_bits`) of the AR twin (exact), of its own weights read as a block-1
@@ -13,6 +13,7 @@ docs/models.md). Four parts, each a key of the result (benchmarks/results/blocks
   steps (the snapshots `labkit train --keep-steps` keeps in runs/RECIPE/step-N), with the
   training minutes each point cost;
 - speed and stop (labkit.bench.block_speed): the exact cache against none, and the EOS stop.
+- sudoku (labkit.bench.task_convert): the Sudoku AR twin converted to a masked model, and its curve.
 """
 from __future__ import annotations
 
@@ -31,11 +32,11 @@ from ..samplers import registry
 from ..training.convert import as_block_model
 from ..training.prompts import sample_prompts
 from ..training.recipes import RECIPES, curve_steps
-from .block_tables import PARTS
 from .common import Column, find_model, format_table, metadata, train_seconds
 from .likelihood import pick_windows
 from .samplers import nats_figures
 
+PARTS = ("likelihood", "quality", "curves", "speed", "stop", "sudoku")     # the keys of blocks.json
 AR_MODEL = "tiny-ar"
 LIKELIHOOD_MODELS = ("tiny-block4-from-ar", "tiny-block16", "tiny-block4", "tiny-block4-edit", "tiny", "tiny-anneal",
                      "tiny-cap")

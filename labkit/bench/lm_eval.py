@@ -4,13 +4,14 @@ each rule's score on the shipped generation task, its TPF and its time, for tiny
     labkit bench lm-eval --out benchmarks/results      # → lm_eval.json
 
 Every number comes from `lm_eval.simple_evaluate` with the labkit model (`labkit.eval.harness`),
-the TPF from the model's own decode log of the same run.
+the TPF from the model's own decode log of the same run. docs/benchmarks.md's table of these rows is
+written by benchmarks/docgen (benchmarks_md.lm_eval_table).
 """
 from __future__ import annotations
 
 import time
 
-from .common import markdown_table, metadata
+from .common import metadata
 
 TASK = "labkit_shakespeare_complete"
 METRICS = ("word_f1", "exact_match")
@@ -62,10 +63,3 @@ def table(result: dict) -> str:
         lines.append(f"{r['model']:<9} {r['label']:<30} {r['word_f1']:>8.3f} {r['exact_match']:>6.3f} "
                      f"{r['tpf']:>6.2f} {r['seconds']:>8.1f}")
     return "\n".join(lines)
-
-
-def markdown(result: dict) -> str:
-    """The table as docs/benchmarks.md shows it (a test compares the two)."""
-    return markdown_table(["model", "rule", "word F1", "exact match", "TPF", "seconds"],
-                          [(r["model"], r["label"], f"{r['word_f1']:.3f}", f"{r['exact_match']:.3f}", f"{r['tpf']:.2f}",
-                            f"{r['seconds']:.1f}") for r in result["rows"]])

@@ -14,10 +14,9 @@ from pathlib import Path
 from ..eval.exact import evaluate_tasks
 from ..models.load import load, model_folder, tiny_handle
 from ..training.recipes import RECIPES, SUDOKU_CURVE_STEPS
-from .block_tables import CONFIDENCE
-from .block_tables import SUDOKU as CONVERTED
 from .common import find_model, train_seconds
 
+CONVERTED, CONFIDENCE = "tiny-sudoku-from-ar", "low-confidence"   # the converted twin, the rule it is judged by
 SCRATCH, TWIN = "tiny-sudoku", "tiny-sudoku-ar"
 CONTROL = "tiny-sudoku-scratch"          # the converted model's recipe from scratch: the curve beside it
 RULES = ((CONFIDENCE, "low_confidence", {}), ("random order", "random", {}), ("left to right", "left_to_right", {}),

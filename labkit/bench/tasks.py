@@ -152,30 +152,25 @@ def bench_tasks(samplers_json: str | Path, pairs=tuple(PAIRS), n: int | None = N
 # --- the spread over training seeds ----------------------------------------------------------------
 SEEDS = (0, 1, 2)
 SEED_RULES = ("random order", "left to right", "low-confidence", "margin", "threshold 0.9", "S mode", AR_LABEL)
-SEED_RUNS = Path("runs") / "task-seeds"   # where seeds other than 0 train (resumable; not committed)
+SEED_RUNS = Path("runs") / "task-seeds"   # where seeds other than 0 are trained (labkit bench task-seeds; not committed)
 
 
 def seed_runs(folder: str | Path = SEED_RUNS, seeds=SEEDS, n: int | None = None, log=None) -> dict:
     """The Sudoku pair once per training seed at its full recipe: seed 0 is the committed pair,
-    every other seed trains into folder/ (resumable: a finished run is only evaluated), one
-    thread per model. Each model is evaluated under SEED_RULES (its own rows: the masked model's
+    every other seed the run trained in folder/<model>-seed<k> (`labkit bench task-seeds` trains
+    them first). Each model is evaluated under SEED_RULES (its own rows: the masked model's
     orders and rules, or the AR twin's), and the evaluation is kept in folder/ as
     `<model>-seed<k>.eval.json`, so a rerun evaluates only what is new: the order effect's spread
     across seeds."""
-    import dataclasses
     import json
 
     from ..models.load import model_folder
-    from ..training.loop import train
-    from ..training.recipes import RECIPES
 
     masked, twin, _ = PAIRS["sudoku"]
     runs, minutes = [], {}
     for seed in seeds:
         for name in (masked, twin):
             run = model_folder(name) if seed == 0 else Path(folder) / f"{name}-seed{seed}"
-            if seed:
-                train(dataclasses.replace(RECIPES[name], seed=seed), run, progress=False, log=log or (lambda m: None))
             minutes[f"{name} seed {seed}"] = round(json.loads((run / "training.json").read_text())["train_seconds"] / 60, 1)
             rows = _seed_eval(name, run, seed, Path(folder), n, log)
             runs.extend({"seed": seed, **{k: r[k] for k in ("label", "rule", "knobs", "tasks")}} for r in rows)

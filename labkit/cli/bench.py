@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
 def _benchmarks() -> dict:
     """name → (what it measures, its runner, the flags it reads): the one list of benchmarks."""
     from . import bench_blocks as blocks_cmd
+    from . import bench_training as trained
     return {
         "samplers": ("the speed-quality table of every sampler on held-out prompts", _bench_samplers,
                      (model_args, _cap_model, _ar_model, _prompts, _gen_length(128, "block 32"), _only, _seed,
@@ -49,10 +50,10 @@ def _benchmarks() -> dict:
                   (model_args, _clients, _requests, _gen_length(32), _quiet)),
         "tasks": ("exact-match accuracy of every rule on each task model pair, AR twin and Shakespeare beside",
                   _bench_tasks, (_task_pairs, _items, _quiet)),
-        "task-seeds": ("the Sudoku pair's accuracy across 3 training seeds (trains seeds 1 and 2)", _bench_task_seeds,
+        "task-seeds": ("the Sudoku pair's accuracy across 3 training seeds (trains seeds 1 and 2)", trained.run_task_seeds,
                        (_items, _quiet)),
         "rl": ("RL with exact rewards on the Sudoku pair: every rule before and after, reward curves per "
-               "surrogate, gradient noise (trains what is missing)", _bench_rl, (_items, _no_noise, _quiet)),
+               "surrogate, gradient noise (trains what is missing)", trained.run_rl, (_items, trained.no_noise, _quiet)),
         "blocks": ("block diffusion and conversion from tiny-ar: likelihood, text and TPF by block size, curves, "
                    "the exact cache, the stop", blocks_cmd.run, (blocks_cmd.parts, blocks_cmd.runs, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
@@ -412,25 +413,6 @@ def _bench_tasks(a) -> int:
                 print(table(result, pair, task), "\n")
         print(f"written: {out / 'tasks.json'}")
     return 0
-
-
-def _bench_task_seeds(a) -> int:
-    from ..bench.task_tables import markdown_seeds
-    from ..bench.tasks import seed_runs
-
-    result = seed_runs(n=a.n, log=progress_log(a))
-    return report(a, "task_seeds.json", result, lambda r: print(markdown_seeds(r)))
-
-
-def _no_noise(p) -> None:
-    p.add_argument("--no-noise", action="store_true", help="skip the gradient-noise table")
-
-
-def _bench_rl(a) -> int:
-    from ..bench.rl import bench_rl, text_table
-
-    result = bench_rl(bench_input(a, "tasks.json"), n=a.n, noise=not a.no_noise, log=progress_log(a))
-    return report(a, "rl.json", result, lambda r: print(text_table(r)))
 
 
 def _bench_notebook(a) -> int:

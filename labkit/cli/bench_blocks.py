@@ -1,11 +1,12 @@
 """`labkit bench blocks`: its flags and runner (labkit.bench.blocks measures; this merges a run of
-some parts into an existing blocks.json and recomputes the targets once every part is there)."""
+some parts into an existing blocks.json). The targets are judged from the rows by the docs step that
+follows (benchmarks/make_blocks_section.py), so a merge drops the ones judged from the old rows."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..bench.block_tables import PARTS
+from ..bench.blocks import PARTS, bench_blocks, likelihood_table
 from .common import progress_log, report
 
 
@@ -20,15 +21,10 @@ def runs(p) -> None:
 
 
 def run(a) -> int:
-    from ..bench.block_tables import targets
-    from ..bench.blocks import bench_blocks, likelihood_table
-
     chosen = [x.strip() for x in a.parts.split(",") if x.strip()]
     result = bench_blocks(chosen, runs=a.runs, log=progress_log(a))
     old = Path(a.out) / "blocks.json"
     if old.is_file():
-        result = {**json.loads(old.read_text()), **result}
-    if all(k in result for k in PARTS):
-        result["targets"] = targets(result)
+        result = {k: v for k, v in json.loads(old.read_text()).items() if k != "targets"} | result
     return report(a, "blocks.json", result,
                   lambda r: print(likelihood_table(r) if "likelihood" in r else json.dumps(r, indent=1)[:4000]))

@@ -1,0 +1,46 @@
+"""docs/models.md's generated sections written from the committed results: the task pairs, RL and
+block diffusion (the RL and block results carry their targets, judged here before the section is
+written)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from labkit.bench.block_tables import targets as block_targets
+from labkit.bench.blocks import PARTS
+
+from . import blocks, rl, tasks
+from .markdown import MODELS_DOC, ROOT, write_heading_section, write_section
+from .targets import judge_rl
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def judged(name: str, judge, results: Path = RESULTS) -> dict:
+    """results/NAME read, its targets judged from its rows and kept in it (the file rewritten only
+    where they changed: notebooks read them from there)."""
+    path = results / name
+    result = json.loads(path.read_text())
+    targets = json.loads(json.dumps(judge(result)))
+    if result.get("targets") != targets:
+        result["targets"] = targets
+        path.write_text(json.dumps(result, indent=1))
+    return result
+
+
+def write_tasks(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
+    r, seeds = (json.loads((results / f).read_text()) for f in ("tasks.json", "task_seeds.json"))
+    return write_heading_section(tasks.models_section(r, seeds), tasks.HEADING, doc)
+
+
+def write_rl(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
+    return write_section(rl.models_section(judged("rl.json", judge_rl, results)), rl.SECTION_START, rl.SECTION_END, doc)
+
+
+def write_blocks(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
+    result = json.loads((results / "blocks.json").read_text())
+    missing = [p for p in PARTS if p not in result]
+    if missing:
+        raise ValueError(f"blocks.json lacks the parts {missing}: labkit bench blocks --parts {','.join(missing)}")
+    result = judged("blocks.json", block_targets, results)
+    return write_section(blocks.models_section(result), blocks.SECTION_START, blocks.SECTION_END, doc)
