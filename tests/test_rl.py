@@ -21,6 +21,7 @@ from labkit.training.rl import (
     grpo_loss,
     kl_to_ref,
     rl_step,
+    save_rl_checkpoint,
     setup_rl,
 )
 
@@ -204,9 +205,8 @@ def test_a_seed_gives_one_run_and_a_resumed_run_equals_an_uninterrupted_one(tmp_
     hist_a = [rl_step(a), rl_step(a)]
     b = setup_rl(SMALL, tmp_path / "b", log=lambda m: None)
     rl_step(b)
-    from labkit.training.rl import save_checkpoint
     b.history.append(dict(hist_a[0]))
-    save_checkpoint(b)
+    save_rl_checkpoint(b)
     c = setup_rl(SMALL, tmp_path / "b", log=lambda m: None)            # resumes at step 1
     assert c.step == 1
     last = rl_step(c)

@@ -18,7 +18,7 @@ from .. import defaults
 from ..decode import generate
 from ..models.handle import model_block
 from ..training.corpus import load_plays
-from ..training.losses import EPS, stratified_t
+from ..training.masking import EPS, mask_tokens, stratified_t
 from ..training.prompts import sample_prompts
 from .likelihood import ar_bits, check_mc_num, predicted_bits, require_kind
 from .metrics import distinct_n, word_validity
@@ -45,8 +45,9 @@ def masked_accuracy(lm, windows: torch.Tensor, ratio: float, seed: int = 0, batc
     g = torch.Generator().manual_seed(seed)
     right = total = 0
     for x0 in windows.split(batch):
-        m = torch.rand(x0.shape, generator=g) < ratio                    # (B, L)
-        logits = lm(x0.masked_fill(m, lm.mask_id).to(lm.device)).float().cpu()
+        noised = mask_tokens(x0, lm.mask_id, rate=torch.full((len(x0),), float(ratio)), generator=g)
+        m = noised.masked                                                # (B, L)
+        logits = lm(noised.canvas.to(lm.device)).float().cpu()
         logits[..., lm.mask_id] = float("-inf")
         right += int((logits.argmax(-1)[m] == x0[m]).sum())
         total += int(m.sum())
@@ -66,11 +67,10 @@ def elbo_bits_and_se(lm, windows: torch.Tensor, samples: int = 4, seed: int = 0,
     for _ in range(samples):
         for i, x0 in enumerate(windows.split(batch)):
             B, L = x0.shape
-            t = stratified_t(B, eps, g)                                  # (B,)
-            m = torch.rand(B, L, generator=g) < t[:, None]               # (B, L)
-            logits = lm(x0.masked_fill(m, lm.mask_id).to(lm.device)).float().cpu()
+            noised = mask_tokens(x0, lm.mask_id, rate=stratified_t(B, eps, g), generator=g)   # weight 1/t
+            logits = lm(noised.canvas.to(lm.device)).float().cpu()
             ce = F.cross_entropy(logits.transpose(1, 2), x0, reduction="none")   # (B, L)
-            nats[i * batch:i * batch + B] += torch.where(m, ce / t[:, None], 0.0).sum(-1).double()
+            nats[i * batch:i * batch + B] += (ce * noised.weight).sum(-1).double()
     bits = nats / samples / windows.shape[1] / math.log(2)              # (N,) per window
     se = float(bits.std() / math.sqrt(len(bits))) if len(bits) > 1 else math.nan
     return float(bits.mean()), se

@@ -22,16 +22,11 @@ from ..controls import Infill
 from ..decode import generate
 from ..models.formats import formats_of
 from ..samplers import registry
-from ..tasks import TASKS, Item, heldout
+from ..tasks import TASKS, Item, exact_match, heldout
 from ..tasks.solver import read_steps
 
 Z95 = 1.959964             # two-sided 95% normal quantile
 BATCH = 256                # items decoded together (one canvas shape per batch)
-
-
-def exact_match(prediction: str, answer: str) -> bool:
-    """The prediction is the answer, character for character (outer whitespace ignored)."""
-    return prediction.strip() == answer.strip()
 
 
 def wilson(correct: int, n: int, z: float = Z95) -> tuple[float, float]:

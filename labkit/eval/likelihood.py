@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..training.masking import mask_tokens, stratified_counts
+
 LN2 = math.log(2)
 
 
@@ -58,28 +60,16 @@ def _ids(name: str, ids, allow_empty: bool = False) -> torch.Tensor:
     return ids
 
 
-def stratified_counts(draws: int, length: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    """How many of `length` tokens each of `draws` draws masks: one uniform offset, the draws evenly
-    spaced from it around [0, 1), mapped onto 1..length. Each count alone is uniform on 1..length.
-    Returns (draws,) long."""
-    u = (torch.rand(1, generator=generator) + torch.arange(draws) / draws) % 1.0   # (draws,)
-    return (u * length).long().clamp_max(length - 1) + 1
-
-
 def masked_draws(lm, x0: torch.Tensor, answer: torch.Tensor, counts: torch.Tensor,
                  generator: torch.Generator | None = None) -> torch.Tensor:
     """One Monte-Carlo draw per row: row b masks counts[b] of its answer positions (answer (B, L)
     bool), chosen uniformly at random, and scores (A_b / counts[b]) · Σ_masked CE, A_b its answer
     length. Returns (B,) nats, each an unbiased estimate of the row's -ELBO."""
     B, L = x0.shape
-    keys = torch.rand(B, L, generator=generator).masked_fill(~answer, 2.0)     # non-answer last
-    rank = keys.argsort(-1).argsort(-1)                                  # (B, L): order of each key
-    masked = rank < counts[:, None]                                      # (B, L)
-    xt = x0.masked_fill(masked, lm.mask_id)
-    logits = lm(xt.to(lm.device)).float().cpu()                          # (B, L, V)
+    noised = mask_tokens(x0, lm.mask_id, count=counts, where=answer, generator=generator)   # weight A_b / counts[b]
+    logits = lm(noised.canvas.to(lm.device)).float().cpu()               # (B, L, V)
     ce = F.cross_entropy(logits.flatten(0, 1), x0.flatten(), reduction="none").view(B, L)
-    total = torch.where(masked, ce, 0.0).sum(-1)                         # (B,)
-    return total * answer.sum(-1) / counts
+    return (ce * noised.weight).sum(-1)
 
 
 def mean_variance(draws: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
@@ -184,17 +174,12 @@ def block_draws(net, x0: torch.Tensor, counts: torch.Tensor, block: int,
     (`TinyDLM.run_two_streams`), and scores Σ_k (n_k / counts[b, k]) · Σ_masked CE. x0 (B, L),
     counts (B, blocks). Returns (B,) nats, each an unbiased estimate of the row's -ELBO."""
     B, L = x0.shape
-    scored = torch.arange(L) >= 1                                         # (L,) position 0 is given
-    block_of = torch.arange(L) // block                                   # (L,)
-    n = torch.zeros(block_of[-1] + 1).index_add_(0, block_of, scored.float())      # (blocks,) n_k
-    keys = torch.rand(B, L, generator=generator).masked_fill(~scored, 2.0)          # given ones last
-    order = (keys + block_of * 4.0).argsort(-1).argsort(-1) - block_of * block      # rank inside its block
-    masked = order < counts[:, block_of]                                  # (B, L)
-    xt = x0.masked_fill(masked, net.config.mask_token_id)
-    logits = net.run_two_streams(xt.to(net.device), x0.to(net.device), block=block).float().cpu()   # (B, L, V)
-    ce = F.cross_entropy(logits.flatten(0, 1), x0.flatten(), reduction="none").view(B, L)
-    weight = (n[None, block_of] / counts[:, block_of]).masked_fill(~masked, 0.0)    # (B, L)
-    return (ce * weight).sum(-1)
+    scored = (torch.arange(L) >= 1).expand(B, L)                          # (B, L) position 0 is given
+    noised = mask_tokens(x0, net.config.mask_token_id, count=counts, where=scored, block=block,
+                         generator=generator)                             # weight n_k / counts[b, k]
+    logits = net.run_two_streams(noised.canvas.to(net.device), x0.to(net.device), block=block).float().cpu()
+    ce = F.cross_entropy(logits.flatten(0, 1), x0.flatten(), reduction="none").view(B, L)   # (B, L)
+    return (ce * noised.weight).sum(-1)
 
 
 @torch.no_grad()

@@ -28,6 +28,7 @@ from .data import (
     Item,
     TaskData,
     answer_length,
+    exact_match,
     example_prompt,
     grid_columns,
     heldout,
@@ -58,5 +59,5 @@ def is_task_model(name: str) -> bool:
     """Whether a model name or folder is a task model (its training.json says data 'tasks')."""
     return bool(model_tasks(name))
 
-__all__ = ["HELDOUT_ITEMS", "REVERSAL_MODES", "TASKS", "Item", "TaskData", "answer_length", "char_tokenizer",
+__all__ = ["HELDOUT_ITEMS", "REVERSAL_MODES", "TASKS", "Item", "TaskData", "answer_length", "char_tokenizer", "exact_match",
            "example_prompt", "grid_columns", "heldout", "is_heldout", "is_task_model", "model_tasks", "task_of"]

@@ -42,6 +42,12 @@ class Item:
     infill: str | None = None
 
 
+def exact_match(prediction: str, answer: str) -> bool:
+    """The prediction is the answer, character for character (outer whitespace ignored): how every
+    task's answer is scored (evaluation, RL's held-out checks)."""
+    return prediction.strip() == answer.strip()
+
+
 def task_of(prompt: str) -> str | None:
     """The task a question asks (by its shape, with or without its tag and '='; a Sudoku or a
     reversal infill may have blanks), or None for anything else."""

@@ -33,11 +33,11 @@ def anneal_ratio(attn_anneal: int, step: int) -> float:
 
 def anneal_layout(ratio: float, L: int, generator: torch.Generator | None = None) -> torch.Tensor | None:
     """(L, L) bool [query, key]: the causal mask with each future key opened with probability
-    `ratio`; None (full attention) at ratio 1. Drawn from `generator`."""
+    `ratio`; None (full attention) at ratio 1. Drawn from `generator` on the CPU."""
     if ratio >= 1:
         return None
-    causal = torch.ones(L, L, dtype=torch.bool).tril()
-    return causal | (torch.rand(L, L, generator=generator) < ratio)
+    causal = torch.ones(L, L, dtype=torch.bool, device="cpu").tril()
+    return causal | (torch.rand(L, L, generator=generator, device="cpu") < ratio)
 
 
 

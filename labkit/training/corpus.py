@@ -20,6 +20,8 @@ import torch
 
 from .seeds import data_seed
 
+CPU = torch.device("cpu")          # batches are drawn here; the trainer moves them to its device
+
 if TYPE_CHECKING:
     from .recipes import TrainConfig
 
@@ -104,19 +106,19 @@ class Corpus:
                 starts.append(len(ids))
                 ids.extend(tokenizer(speech.strip("\n") + SPEECH_BREAK)["input_ids"])
             ids.append(tokenizer.eos_token_id)
-        self.ids = torch.tensor(ids, dtype=torch.long)            # (N,)
-        self.starts = torch.tensor(starts, dtype=torch.long)      # (S,)
+        self.ids = torch.tensor(ids, dtype=torch.long, device=CPU)     # (N,)
+        self.starts = torch.tensor(starts, dtype=torch.long, device=CPU)   # (S,)
 
     def batch(self, cfg: TrainConfig, step: int) -> torch.Tensor:
         """(batch_size, L) windows; L = seq_len, or for a `short_batch_prob` share of steps a
-        random shorter length."""
+        random shorter length. Drawn on the CPU (the caller moves the batch to its device)."""
         g = torch.Generator().manual_seed(data_seed(cfg.seed, step))
         L = cfg.seq_len
-        if torch.rand(1, generator=g).item() < cfg.short_batch_prob:
-            L = int(torch.randint(min(SHORT_BATCH_MIN, cfg.seq_len // 2), cfg.seq_len, (1,), generator=g))
+        if torch.rand(1, generator=g, device=CPU).item() < cfg.short_batch_prob:
+            L = int(torch.randint(min(SHORT_BATCH_MIN, cfg.seq_len // 2), cfg.seq_len, (1,), generator=g, device=CPU))
         n_max = len(self.ids) - L - 1
-        at_speech = torch.rand(cfg.batch_size, generator=g) < AT_SPEECH_PROB
-        speech = self.starts[torch.randint(len(self.starts), (cfg.batch_size,), generator=g)]
-        anywhere = torch.randint(n_max, (cfg.batch_size,), generator=g)
+        at_speech = torch.rand(cfg.batch_size, generator=g, device=CPU) < AT_SPEECH_PROB
+        speech = self.starts[torch.randint(len(self.starts), (cfg.batch_size,), generator=g, device=CPU)]
+        anywhere = torch.randint(n_max, (cfg.batch_size,), generator=g, device=CPU)
         start = torch.where(at_speech, speech.clamp(max=n_max), anywhere)
-        return self.ids[start[:, None] + torch.arange(L)]         # (B, L)
+        return self.ids[start[:, None] + torch.arange(L, device=CPU)]   # (B, L)

@@ -4,16 +4,14 @@ the autoregressive twin), a plain AdamW loop with checkpoints every few minutes 
     python -m labkit train --out runs/tiny        # resumes from runs/tiny/ckpt.pt if present
 
 `train` = `setup` (tokenizer, data, model, optimiser, a resumed checkpoint: a `Run`), then
-`train_step` until done, with `save_checkpoint` on the way and `finish` at the end. The
-configurations are in `labkit.training.recipes`, the losses in `labkit.training.losses`.
+`train_step` until done, with `save_checkpoint` on the way and `finish` at the end, on the
+skeleton every trainer shares (`labkit.training.trainer`: run state, schedule, checkpoints, the
+loop). The configurations are in `labkit.training.recipes`, the losses in `labkit.training.losses`.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -24,6 +22,10 @@ from .corpus import Corpus
 from .losses import ar_loss, ar_sft_loss, block_diffusion_loss, block_distill_loss, masked_count_loss, masked_diffusion_loss
 from .recipes import RECIPES, TrainConfig
 from .seeds import noise_seed
+from .trainer import RunState, fit, lr_at, optimizer_step, save_model, set_lr
+from .trainer import resume as resume_checkpoint
+from .trainer import save_checkpoint as write_checkpoint
+from .trainer import snapshot as write_snapshot
 
 CHECKPOINT = "ckpt.pt"         # in the output folder; a run resumes from it
 ADAM_BETAS = (0.9, 0.95)
@@ -31,9 +33,10 @@ HISTORY_EVERY = 50             # steps between entries of the logged loss histor
 LOSS_EMA_NEW = 0.02            # weight of the newest loss in the logged running mean
 
 
-@dataclass
-class Run:
-    """One training run's state, carried from step to step."""
+@dataclass(kw_only=True)
+class Run(RunState):
+    """One training run: its config, model, optimiser and data, and the state it carries (RunState:
+    step, seconds, history of (step, running mean of the loss))."""
     cfg: TrainConfig
     out: Path
     device: torch.device
@@ -43,21 +46,9 @@ class Run:
     mask_id: int
     teacher: tuple | None = None   # distillation: (ids, attn, P) of the teacher's answers, on the device
     tasks: object = None           # data="tasks": a labkit.tasks.TaskData
-    step: int = 0                  # optimiser steps taken
-    seconds: float = 0.0           # training time up to the last checkpoint
-    since: float = 0.0             # perf_counter() when the time not yet in `seconds` began
-    history: list = field(default_factory=list)   # (step, running mean of the loss)
 
     def logits(self, x: torch.Tensor, attn: torch.Tensor | None = None) -> torch.Tensor:
         return self.model(x, attn).logits
-
-
-def lr_at(cfg: TrainConfig, step: int) -> float:
-    """Linear warm-up to cfg.lr over cfg.warmup steps, then cosine decay to lr · min_lr_ratio."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
@@ -163,18 +154,7 @@ def make_optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Adam
 
 def resume(run: Run, log) -> None:
     """Load run.out's checkpoint, if any, into the run (it must have been written with run.cfg)."""
-    ckpt = run.out / CHECKPOINT
-    if not ckpt.is_file():
-        return
-    state = torch.load(ckpt, map_location=run.device, weights_only=False)
-    saved = {**dataclasses.asdict(TrainConfig()), **state["config"]}   # fields added since: defaults
-    if saved != dataclasses.asdict(run.cfg):
-        raise ValueError(f"{ckpt} was written with another TrainConfig; use a new --out folder "
-                         f"or delete it to start over")
-    run.model.load_state_dict(state["model"])
-    run.opt.load_state_dict(state["opt"])
-    run.step, run.seconds, run.history = state["step"], state["seconds"], state["history"]
-    log(f"resuming from step {run.step} ({run.seconds / 60:.1f} min trained)")
+    resume_checkpoint(run.out / CHECKPOINT, run.model, run.opt, run, run.cfg, run.device, log)
 
 
 def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) -> Run:
@@ -196,7 +176,8 @@ def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) ->
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' but torch sees no GPU here; use device='cpu'")
     model = build_model(cfg, tokenizer).to(device)
-    run = Run(cfg, out, device, model, make_optimizer(cfg, model), corpus, tokenizer.mask_token_id)
+    run = Run(cfg=cfg, out=out, device=device, model=model, opt=make_optimizer(cfg, model), corpus=corpus,
+              mask_id=tokenizer.mask_token_id)
     resume(run, log)
     if cfg.data == "tasks":
         run.tasks = TaskData(tokenizer, cfg.seed, cfg.batch_size, cfg.tasks, cfg.kind)
@@ -253,6 +234,7 @@ def step_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch.Te
         return block_diffusion_loss(run.model, x0, run.mask_id, block=block_at(cfg.block_size, cfg.block_warmup, run.step),
                                     eps=cfg.eps, generator=g, **_extra_terms(cfg))
     if cfg.attn_anneal and (layout := anneal_layout(anneal_ratio(cfg.attn_anneal, run.step), x0.shape[1], g)) is not None:
+        layout = layout.to(run.device)                                 # (L, L), drawn on the CPU
         return masked_diffusion_loss(lambda x: run.model(x, layout=layout).logits, x0, run.mask_id, eps=cfg.eps,
                                      generator=g, **_extra_terms(cfg))
     if cfg.objective == "diffusion":
@@ -266,57 +248,31 @@ def train_step(run: Run) -> float:
     cfg, step = run.cfg, run.step
     x0 = run.corpus.batch(cfg, step).to(run.device) if run.corpus is not None else None   # (B, L) or None
     g = torch.Generator().manual_seed(noise_seed(cfg.seed, step))
-    for group in run.opt.param_groups:
-        group["lr"] = lr_at(cfg, step)
+    set_lr(run.opt, lr_at(cfg, step))
     with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
         loss = step_loss(run, x0, g)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(run.model.parameters(), cfg.grad_clip)
-    run.opt.step()
-    run.opt.zero_grad(set_to_none=True)
+    optimizer_step(loss, run.model, run.opt, cfg.grad_clip)
     run.step += 1
     return loss.item()
 
 
 def save_checkpoint(run: Run) -> None:
-    """Model, optimiser, step, time and history into run.out/ckpt.pt (via a temporary file, so a
-    half-written checkpoint is never left)."""
-    now = time.perf_counter()
-    run.seconds, run.since = run.seconds + now - run.since, now
-    ckpt = run.out / CHECKPOINT
-    torch.save({"model": run.model.state_dict(), "opt": run.opt.state_dict(), "step": run.step,
-                "seconds": run.seconds, "history": run.history, "config": dataclasses.asdict(run.cfg)},
-               ckpt.with_suffix(".tmp"))
-    ckpt.with_suffix(".tmp").replace(ckpt)
+    """Model, optimiser, step, time and history into run.out/ckpt.pt (`trainer.save_checkpoint`)."""
+    write_checkpoint(run.out / CHECKPOINT, run.model, run.opt, run, run.cfg)
 
 
 def finish(run: Run) -> Path:
     """The final model (safetensors + config; the tokenizer is there already) and training.json."""
     from .corpus import HELDOUT
 
-    run.model.cpu().save_pretrained(run.out, safe_serialization=True)
-    (run.out / "training.json").write_text(json.dumps(
-        {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1), "device": run.device.type,
-         "loss_history": run.history, **({"heldout_plays": HELDOUT} if run.cfg.data == "plays" else {})},
-        indent=1))
-    return run.out
+    record = {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1), "device": run.device.type,
+              "loss_history": run.history, **({"heldout_plays": HELDOUT} if run.cfg.data == "plays" else {})}
+    return save_model(run.model.cpu(), run.out, record)
 
 
 def snapshot(run: Run) -> Path:
-    """The model as it is at run.step, into run.out/step-N/ (weights, config, tokenizer and
-    snapshot.json with the step and training seconds): the points of a training curve."""
-    import shutil
-
-    folder = run.out / f"step-{run.step}"
-    folder.mkdir(exist_ok=True)
-    run.model.save_pretrained(folder, safe_serialization=True)
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        if (run.out / name).is_file():
-            shutil.copy(run.out / name, folder / name)
-    seconds = run.seconds + time.perf_counter() - run.since
-    (folder / "snapshot.json").write_text(json.dumps({"step": run.step, "train_seconds": round(seconds, 1),
-                                                      "config": dataclasses.asdict(run.cfg)}, indent=1))
-    return folder
+    """The model as it is at run.step, into run.out/step-N/ (`trainer.snapshot`): a curve's point."""
+    return write_snapshot(run.model, run.out, run, run.cfg)
 
 
 def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print,
@@ -328,8 +284,6 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     `keep_steps`: steps at which a copy of the model is kept in out/step-N/ (`snapshot`; a training
     curve). `stop_at`: stop after that many steps with a checkpoint (the schedule is still the
     recipe's: a later call resumes it); returns the checkpoint's folder, and no final model."""
-    from tqdm.auto import tqdm
-
     keep = sorted({int(k) for k in keep_steps})
     if any(k < 1 or k > cfg.steps for k in keep):
         raise ValueError(f"keep_steps must be steps in 1..{cfg.steps}, got {list(keep_steps)}")
@@ -337,20 +291,18 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
         raise ValueError(f"stop_at must be a step in 1..{cfg.steps}, got {stop_at}")
     end = cfg.steps if stop_at is None else stop_at
     run = setup(cfg, out, log, device)
-    bar = tqdm(total=end, initial=min(run.step, end), disable=not progress, desc=f"train {cfg.objective}")
-    run.since, loss_ema = time.perf_counter(), None
-    while run.step < end:
-        loss = train_step(run)
-        loss_ema = loss if loss_ema is None else (1 - LOSS_EMA_NEW) * loss_ema + LOSS_EMA_NEW * loss
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss_ema:.3f}", lr=f"{lr_at(cfg, run.step - 1):.1e}")
+    ema = []                                       # the running mean of the loss (this call's steps)
+
+    def after(loss: float) -> None:
+        ema[:] = [loss if not ema else (1 - LOSS_EMA_NEW) * ema[0] + LOSS_EMA_NEW * loss]
         if run.step % HISTORY_EVERY == 0:
-            run.history.append((run.step, round(loss_ema, 4)))
+            run.history.append((run.step, round(ema[0], 4)))
         if run.step in keep:
             snapshot(run)
-        if run.step % cfg.ckpt_every == 0 or run.step in (cfg.steps, end):
-            save_checkpoint(run)
-    bar.close()
+
+    fit(run, end, lambda: train_step(run), after=after, checkpoint=lambda: save_checkpoint(run),
+        ckpt_every=cfg.ckpt_every, final=cfg.steps, progress=progress, desc=f"train {cfg.objective}",
+        postfix=lambda _: {"loss": f"{ema[0]:.3f}", "lr": f"{lr_at(cfg, run.step - 1):.1e}"})
     if run.step < cfg.steps:
         return run.out
     return finish(run)

@@ -7,25 +7,19 @@
 - `block_distill_loss`: the block-shaped distillation loss (`labkit.training.distill`);
 - the terms both diffusion losses can add: `cap_term` (CAP's entropy penalty) and `edit_term` (T2T
   training on `t2t_noise`);
-- `stratified_t`: the one draw of per-row masking ratios, shared with `labkit.eval` (the ELBO).
-
-The order in which each function draws from `generator` is part of its contract: the committed
-models were trained with it, so the same seed must keep giving the same noise.
+Every masked loss masks through `labkit.training.masking.mask_tokens` (at a rate or a count, with
+the weights of the bound), its ratios drawn by `stratified_t`. The order in which each function
+draws from `generator` is part of its contract: the committed models were trained with it, so the
+same seed must keep giving the same noise.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-EPS = 1e-3                          # t ~ U(EPS, 1): the smallest masking probability
+from .masking import EPS, mask_tokens, stratified_t, uniform
+
 STUTTER_OFFSETS = (-2, -1, 1, 2)    # where a neighbour copy in `t2t_noise` comes from
-
-
-def stratified_t(batch: int, eps: float = EPS, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Masking ratios t ~ U(eps, 1), one per row, low-discrepancy over the batch: one uniform
-    offset, rows evenly spaced in [0, 1) from it. Returns (batch,) on the CPU."""
-    u = (torch.rand(1, generator=generator) + torch.arange(batch) / batch) % 1.0
-    return (1 - eps) * u + eps
 
 
 def t2t_noise(x0: torch.Tensor, where: torch.Tensor, prob: float, stutter: float,
@@ -37,14 +31,14 @@ def t2t_noise(x0: torch.Tensor, where: torch.Tensor, prob: float, stutter: float
     "not not"), which unigram noise almost never shows. Returns the noised x0 (B, L)."""
     B, L = x0.shape
     dev = x0.device
-    swap = where & (torch.rand(B, L, generator=generator).to(dev) < prob)
-    noise = x0[:, lo:].flatten()[torch.randint(B * (L - lo), (B, L), generator=generator).to(dev)]
+    swap = where & (uniform((B, L), generator, dev) < prob)
+    noise = x0[:, lo:].flatten()[torch.randint(B * (L - lo), (B, L), generator=generator, device="cpu").to(dev)]
     if stutter:
-        offsets = torch.tensor(STUTTER_OFFSETS)
-        offset = offsets[torch.randint(len(offsets), (B, L), generator=generator)].to(dev)
+        offsets = torch.tensor(STUTTER_OFFSETS, device="cpu")
+        offset = offsets[torch.randint(len(offsets), (B, L), generator=generator, device="cpu")].to(dev)
         src = torch.arange(L, device=dev) + offset                        # (B, L)
         src = torch.where((src < lo) | (src >= L), torch.arange(L, device=dev) - offset, src)
-        copy = torch.rand(B, L, generator=generator).to(dev) < stutter
+        copy = uniform((B, L), generator, dev) < stutter
         noise = torch.where(copy, x0.gather(1, src.clamp(0, L - 1)), noise)
     return torch.where(swap, noise, x0)
 
@@ -83,20 +77,17 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
     B, L = x0.shape
     if t is None:
         t = stratified_t(B, eps, generator)                              # (B,)
-    t = t.to(x0.device)
-    masked = torch.rand(B, L, generator=generator).to(x0.device) < t[:, None]   # (B, L)
-    masked[:, :prompt_len] = False
-    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
-    answer = torch.ones_like(masked)
+    answer = torch.ones_like(x0, dtype=torch.bool)
     answer[:, :prompt_len] = False
+    noised = mask_tokens(x0, mask_id, rate=t, where=answer, generator=generator)
+    masked, xt = noised.masked, noised.canvas                            # (B, L) each
     if edit_prob:
         filled = ~masked & answer
         xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, edit_stutter, generator), xt)
     logits = logits_fn(xt)                                               # (B, L, V)
     logp = F.log_softmax(logits[masked].float(), -1)                     # (M, V)
     ce = -logp.gather(-1, x0[masked][:, None]).squeeze(-1)               # (M,)
-    weight = (1.0 / t)[:, None].expand(B, L)[masked]
-    loss = (ce * weight).sum() / (B * (L - prompt_len))
+    loss = (ce * noised.weight[masked]).sum() / (B * (L - prompt_len))
     if cap_weight:
         loss = loss + cap_term(logp, x0[masked], cap_weight)
     if edit_prob:
@@ -117,17 +108,16 @@ def block_diffusion_loss(model, x0: torch.Tensor, mask_id: int, *, block: int | 
     B, L = x0.shape
     b = block or model.config.block_size
     nblocks = -(-L // b)
-    t = eps + (1 - eps) * torch.rand(B, nblocks, generator=generator).to(x0.device)   # (B, blocks)
-    t_pos = t.repeat_interleave(b, dim=1)[:, :L]                                       # (B, L)
-    masked = torch.rand(B, L, generator=generator).to(x0.device) < t_pos
-    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
+    t = eps + (1 - eps) * torch.rand(B, nblocks, generator=generator, device="cpu")   # (B, blocks)
+    noised = mask_tokens(x0, mask_id, rate=t.repeat_interleave(b, dim=1)[:, :L], generator=generator)
+    masked, xt = noised.masked, noised.canvas                                          # (B, L) each
     if edit_prob:
         filled = ~masked
         xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, edit_stutter, generator), xt)
     logits = model.run_two_streams(xt, x0, block=b)                                     # (B, L, V)
     logp = F.log_softmax(logits[masked].float(), -1)                                    # (M, V)
     nll = -logp.gather(-1, x0[masked][:, None]).squeeze(-1)                             # (M,)
-    loss = (nll / t_pos[masked]).sum() / (B * L)
+    loss = (nll * noised.weight[masked]).sum() / (B * L)
     if cap_weight:
         loss = loss + cap_term(logp, x0[masked], cap_weight)
     if edit_prob:
@@ -167,12 +157,10 @@ def masked_sft_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, prompt_lengths
     ans = answer_mask(x0, prompt_lengths, answer)                        # (B, L)
     if t is None:
         t = stratified_t(B, eps, generator)                              # (B,)
-    t = t.to(x0.device)
-    masked = (torch.rand(B, L, generator=generator).to(x0.device) < t[:, None]) & ans   # (B, L)
-    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
-    logp = F.log_softmax(logits_fn(xt).float(), -1)                      # (B, L, V)
+    noised = mask_tokens(x0, mask_id, rate=t, where=ans, generator=generator)
+    logp = F.log_softmax(logits_fn(noised.canvas).float(), -1)           # (B, L, V)
     ce = -logp.gather(-1, x0[..., None]).squeeze(-1)                     # (B, L)
-    per_row = torch.where(masked, ce, 0.0).sum(-1) / t / ans.sum(-1)     # (B,)
+    per_row = (ce * noised.weight).sum(-1) / ans.sum(-1)                 # (B,)
     return per_row.mean()
 
 
@@ -192,17 +180,16 @@ def masked_count_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, answer: torc
     B, L = x0.shape
     ans = answer_mask(x0, answer=answer)                                 # (B, L)
     n = ans.sum(-1)                                                      # (B,)
-    k = (torch.rand(B, generator=generator) * n.cpu()).long() + 1        # (B,) uniform on 1..n
-    order = torch.rand(B, L, generator=generator).masked_fill(~ans.cpu(), 2.0).argsort(-1).argsort(-1)
-    masked = (order < k[:, None]).to(x0.device) & ans                   # (B, L): k per row
-    xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
+    k = (torch.rand(B, generator=generator, device="cpu") * n.cpu()).long() + 1   # (B,) uniform on 1..n
+    noised = mask_tokens(x0, mask_id, count=k, where=ans, generator=generator)     # k masks per row
+    masked, xt = noised.masked, noised.canvas
     filled = ans & ~masked
     if edit_prob:
         lo = int(torch.where(ans.any(0))[0][0])                          # first answer column
         xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, 0.0, generator, lo), xt)
     logits = logits_fn(xt)                                               # (B, L, V)
     ce = F.cross_entropy(logits.transpose(1, 2).float(), x0, reduction="none")   # (B, L)
-    loss = (torch.where(masked, ce, 0.0).sum(-1) / k.to(x0.device)).mean()
+    loss = ((ce * noised.weight).sum(-1) / n).mean()                    # Σ_masked CE / k per row
     if edit_prob and filled.any():
         loss = loss + edit_term(logits, x0, filled, 1.0)
     return loss
@@ -242,12 +229,11 @@ def block_distill_loss(logits_fn, x0: torch.Tensor, attn: torch.Tensor, prompt_l
     dev = x0.device
     if t is None:
         t = stratified_t(B, eps, generator)                              # (B,)
-    t = t.to(dev)
-    block = torch.randint(num_blocks, (B,), generator=generator).to(dev)  # (B,)
+    block = torch.randint(num_blocks, (B,), generator=generator, device="cpu").to(dev)  # (B,)
     pos_block = (torch.arange(L, device=dev) - prompt_len).div(block_length, rounding_mode="floor")  # (L,)
     current = pos_block[None, :] == block[:, None]                       # (B, L)
     later = pos_block[None, :] > block[:, None]
-    masked = (current & (torch.rand(B, L, generator=generator).to(dev) < t[:, None])) | later
+    masked = mask_tokens(x0, mask_id, rate=t, where=current, generator=generator).masked | later
     xt = torch.where(masked, torch.full_like(x0, mask_id), x0)
     written = ~masked & (pos_block[None, :] >= 0)                        # answer tokens on view
     if edit_prob:
@@ -286,7 +272,7 @@ def continuous_diffusion_loss(model, x0: torch.Tensor, schedule, generator: torc
     t = t.to(x0.device).float()
     e0 = model.embed_tokens(x0)                                            # (B, L, D)
     ab = torch.as_tensor(schedule(t.cpu())).to(x0.device).float()[:, None, None]   # (B, 1, 1)
-    noise = torch.randn(e0.shape, generator=generator).to(e0.device)      # (B, L, D)
+    noise = torch.randn(e0.shape, generator=generator, device="cpu").to(e0.device)   # (B, L, D)
     x_t = ab.sqrt() * e0 + (1 - ab).sqrt() * noise
     x0_hat = model(x_t, t)                                                 # (B, L, D)
     mse = F.mse_loss(x0_hat.float(), e0.float())

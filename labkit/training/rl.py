@@ -27,20 +27,23 @@ import copy
 import dataclasses
 import json
 import random
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from ..tasks import Item
+from ..decode import generate
+from ..models.load import load, model_folder
+from ..samplers import registry
+from ..tasks import Item, exact_match, heldout
+from .prompts import sample_prompts
 from .rewards import REWARD_TASKS, keyword_items, rewards, training_question, valid_keywords
 from .seeds import data_seed, noise_seed
 from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
     SURROGATES,
     Draw,
-    Estimate,
+    PolicyLogp,
     clipped_objective,
     draw,
     estimate,
@@ -50,6 +53,7 @@ from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
     policy_gradient,
     policy_logits,
 )
+from .trainer import RunState, fit, optimizer_step, resume, same_config, save_checkpoint, save_model
 
 CHECKPOINT = "rl_ckpt.pt"
 ADV_EPS = 1e-4
@@ -154,9 +158,7 @@ def rollout(lm, items: list[Item], rule, group: int, seed: int, block_length: in
             gen_length: int = 0) -> Rollouts:
     """Decode each item `group` times with `rule` (a rule object or name) and score the answers.
     A task's questions share one layout; free-text questions (`gen_length` tokens each) may have
-    prompts of any length (left-padded)."""
-    from ..decode import generate
-
+    prompts of any length (left-padded). The rows come back on the CPU, as the trace keeps them."""
     rows = [it for it in items for _ in range(group)]
     shapes = {(len(lm.encode(it.prompt)), len(lm.encode(it.answer))) for it in items}
     if len(shapes) != 1 and not gen_length:
@@ -186,24 +188,21 @@ def group_advantages(reward: torch.Tensor, group: int, scale: bool = True, eps: 
 
 # --- the run ----------------------------------------------------------------------------------
 
-@dataclass
-class RLRun:
+@dataclass(kw_only=True)
+class RLRun(RunState):
+    """One RL run: config, policy, reference, optimiser and rollout rule, and the state it carries
+    (RunState: step, seconds, history of one dict per step) with its evaluations."""
     cfg: RLConfig
     out: Path
     lm: object                   # the policy (a labkit handle; its net is trained)
     ref: torch.nn.Module         # the starting network, frozen
     opt: torch.optim.Optimizer
     rule: object
-    step: int = 0
-    seconds: float = 0.0
-    since: float = 0.0
-    history: list = field(default_factory=list)   # one dict per step
     evals: list = field(default_factory=list)     # one dict per evaluation
 
 
 def rollout_rule(cfg: RLConfig):
     """The registry rule cfg names, sampling at cfg.temperature."""
-    from ..samplers import registry
     return registry.rule(cfg.rule, temperature=cfg.temperature)
 
 
@@ -218,12 +217,16 @@ def free_length(cfg: RLConfig) -> int:
 
 
 def rl_step(run: RLRun) -> dict:
-    """One batch: rollouts, advantages, the surrogate's draws, `inner_steps` clipped updates."""
+    """One batch: rollouts (the network in eval mode), advantages, then the clipped updates on
+    the network's device in train mode (`policy_update`). Returns the step's record."""
     cfg, lm = run.cfg, run.lm
     t0 = time.perf_counter()
     lm.net.eval()
-    rolls = rollout(lm, step_questions(cfg, run.step), run.rule, cfg.group, data_seed(cfg.seed, run.step),
-                    cfg.block_length, free_length(cfg))
+    try:
+        rolls = rollout(lm, step_questions(cfg, run.step), run.rule, cfg.group, data_seed(cfg.seed, run.step),
+                        cfg.block_length, free_length(cfg))
+    finally:
+        lm.net.train()
     adv = group_advantages(rolls.reward, cfg.group, cfg.scale_rewards)
     keep = adv.abs() > 0
     rec = {"step": run.step + 1, "reward": round(float(rolls.reward.mean()), 4),
@@ -231,54 +234,69 @@ def rl_step(run: RLRun) -> dict:
            "signal_rows": int(keep.sum()), "rollout_seconds": round(time.perf_counter() - t0, 2)}
     if keep.any():
         g = torch.Generator().manual_seed(noise_seed(cfg.seed, run.step))
-        x, adv_k = rolls.x[keep], adv[keep]
-        d = draw(cfg.surrogate, x, rolls.written[keep], lm.mask_id, g, t_min=cfg.t_min, samples=cfg.elbo_samples,
-                 kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask, block_length=cfg.block_length)
-        with torch.no_grad():
-            old = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
-            ref = estimate(lambda c: policy_logits(lm, run.ref, c), d, x).logp if cfg.kl else None
-        for _ in range(cfg.inner_steps):
-            new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
-            kl = kl_to_ref(new.logp, ref, d) if ref is not None else None
-            loss, parts = grpo_loss(new, old, adv_k, d, cfg.clip, kl, cfg.kl)
-            run.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(lm.net.parameters(), cfg.grad_clip)
-            run.opt.step()
-        rec.update(loss=round(float(loss.detach()), 5), clip_fraction=round(parts["clip_fraction"], 4),
-                   kl=round(parts["kl"], 6))
+        loss, parts = policy_update(run, rolls.x[keep], rolls.written[keep], adv[keep], g)
+        rec.update(loss=round(float(loss), 5), clip_fraction=round(float(parts["clip_fraction"]), 4),
+                   kl=round(float(parts["kl"]), 6))
     run.step += 1
     rec["seconds"] = round(time.perf_counter() - t0, 2)
     return rec
+
+
+def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor,
+                  g: torch.Generator) -> tuple[torch.Tensor, dict]:
+    """`inner_steps` clipped updates on rollouts x (N, L) with written (N, L) and advantages (N,).
+    The surrogate's noise is drawn once from g on the rollouts' device (the CPU, where the trace keeps
+    them: a seed gives the same draws whatever the network's device), then the draw, the rollouts and
+    the advantages move to the network's device. Returns the last update's loss (detached) and parts."""
+    cfg, lm = run.cfg, run.lm
+    dev = next(lm.net.parameters()).device
+    d = draw(cfg.surrogate, x, written, lm.mask_id, g, t_min=cfg.t_min, samples=cfg.elbo_samples,
+             kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask, block_length=cfg.block_length).to(dev)
+    x, adv = x.to(dev), adv.to(dev)
+    with torch.no_grad():
+        old = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
+        ref = estimate(lambda c: policy_logits(lm, run.ref, c), d, x).logp if cfg.kl else None
+    for _ in range(cfg.inner_steps):
+        new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
+        kl = kl_to_ref(new.logp, ref, d) if ref is not None else None
+        loss, parts = grpo_loss(new, old, adv, d, cfg.clip, kl, cfg.kl)
+        run.opt.zero_grad(set_to_none=True)
+        optimizer_step(loss, lm.net, run.opt, cfg.grad_clip)
+    return loss.detach(), parts
 
 
 def evaluate_policy(lm, cfg: RLConfig, rules=None) -> dict:
     """Greedy exact-match accuracy and TPF (answer tokens per forward pass) on cfg.eval_items
     held-out items of cfg.task, under the rollout rule and, for a masked model, low-confidence one
     per step (the full matrix with intervals and edits: `labkit bench rl`)."""
-    from ..samplers import registry
-
     if cfg.task == "keywords":                # free text: sampled at the rollout temperature, judged by reward
-        from .prompts import sample_prompts
         items = keyword_items(sample_prompts(cfg.eval_items), cfg.keywords)
-        r = rollout(lm, items, rollout_rule(cfg), 1, 0, cfg.block_length, cfg.gen_length)
+        r = _decoded(lm, items, rollout_rule(cfg), cfg.block_length, cfg.gen_length)
         return {cfg.rule: {"accuracy": round(float((r.reward >= 2).float().mean()), 4),     # every keyword present
                            "reward": round(float(r.reward.mean()), 4), "example": r.texts[0]}}
     items = _eval_items(cfg.task, cfg.eval_items)
     rules = rules or ([cfg.rule] + (["low_confidence"] if lm.kind != "causal" else []))
     out = {}
     for name in rules:
-        r = rollout(lm, items, registry.rule(name), 1, 0, cfg.block_length)
-        right = sum(t.strip() == it.answer for t, it in zip(r.texts, items))
+        r = _decoded(lm, items, registry.rule(name), cfg.block_length)
+        right = sum(exact_match(t, it.answer) for t, it in zip(r.texts, items))
         out[name] = {"accuracy": round(right / len(items), 4),
                      "tpf": round(float(r.written.sum()) / max(1.0, float(r.nfe.sum())), 3)}
     return out
 
 
+def _decoded(lm, items: list[Item], rule, block_length: int, gen_length: int = 0) -> Rollouts:
+    """One decoding of each item with the network in eval mode (its mode before is restored)."""
+    training = lm.net.training
+    lm.net.eval()
+    try:
+        return rollout(lm, items, rule, 1, 0, block_length, gen_length)
+    finally:
+        lm.net.train(training)
+
+
 def _eval_items(task: str, n: int) -> list[Item]:
     """n held-out items spread over the task's groups (the Sudoku levels: the hard ones first)."""
-    from ..tasks import heldout
-
     items = heldout(task)
     if task != "sudoku":
         return items[:n]
@@ -287,27 +305,13 @@ def _eval_items(task: str, n: int) -> list[Item]:
     return (by["hard"][:n - 2 * per] + by["medium"][:per] + by["easy"][:per])[:n]
 
 
-def save_checkpoint(run: RLRun) -> None:
-    now = time.perf_counter()
-    run.seconds, run.since = run.seconds + now - run.since, now
-    ckpt = run.out / CHECKPOINT
-    torch.save({"model": run.lm.net.state_dict(), "opt": run.opt.state_dict(), "step": run.step,
-                "seconds": run.seconds, "history": run.history, "evals": run.evals,
-                "config": dataclasses.asdict(run.cfg)}, ckpt.with_suffix(".tmp"))
-    ckpt.with_suffix(".tmp").replace(ckpt)
-
-
-def same_config(stored: dict, cfg: RLConfig) -> bool:
-    """A stored config (a checkpoint's, a record's) is `cfg`: equal fields, and the fields added to
-    RLConfig since it was written at their defaults."""
-    now, default = json.loads(json.dumps(dataclasses.asdict(cfg))), json.loads(json.dumps(dataclasses.asdict(RLConfig())))
-    stored = json.loads(json.dumps(stored))
-    return set(stored) <= set(now) and all(stored.get(k, default[k]) == v for k, v in now.items())
+def save_rl_checkpoint(run: RLRun) -> None:
+    """Policy, optimiser, run state and evaluations into out/rl_ckpt.pt (`trainer.save_checkpoint`)."""
+    save_checkpoint(run.out / CHECKPOINT, run.lm.net, run.opt, run, run.cfg, evals=run.evals)
 
 
 def setup_rl(cfg: RLConfig, out: str | Path, device: str = "cpu", log=print) -> RLRun:
-    from ..models.load import load
-
+    """The policy (loaded on `device`), its frozen reference, the optimiser, and a resumed checkpoint."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     lm = load(cfg.init_from, device=device)
@@ -320,62 +324,44 @@ def setup_rl(cfg: RLConfig, out: str | Path, device: str = "cpu", log=print) -> 
     for p in ref.parameters():
         p.requires_grad_(False)
     opt = torch.optim.AdamW(lm.net.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0)
-    run = RLRun(cfg, out, lm, ref, opt, rollout_rule(cfg))
-    ckpt = out / CHECKPOINT
-    if ckpt.is_file():
-        state = torch.load(ckpt, map_location=device, weights_only=False)
-        if not same_config(state["config"], cfg):
-            raise ValueError(f"{ckpt} was written with another RLConfig; use a new --out folder or delete it")
-        lm.net.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        run.step, run.seconds, run.history, run.evals = state["step"], state["seconds"], state["history"], state["evals"]
-        log(f"resuming from step {run.step} ({run.seconds / 60:.1f} min trained)")
+    run = RLRun(cfg=cfg, out=out, lm=lm, ref=ref, opt=opt, rule=rollout_rule(cfg))
+    ckpt = resume(out / CHECKPOINT, lm.net, opt, run, cfg, device, log)
+    if ckpt is not None:
+        run.evals = ckpt["evals"]
     return run
 
 
 def finish_rl(run: RLRun) -> Path:
     """The trained policy as a model folder: weights, config, the tokenizer of the starting model,
     and training.json (the starting model's record, with an "rl" section for this run)."""
-    from ..models.load import model_folder
-
     src = model_folder(run.cfg.init_from)
-    run.lm.net.cpu().save_pretrained(run.out, safe_serialization=True)
-    for f in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        if (src / f).is_file():
-            shutil.copy(src / f, run.out / f)
     base = json.loads((src / "training.json").read_text()) if (src / "training.json").is_file() else {}
     base["rl"] = {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1),
                   "history": run.history, "evals": run.evals}
-    (run.out / "training.json").write_text(json.dumps(base, indent=1))
-    return run.out
+    return save_model(run.lm.net.cpu(), run.out, base, tokenizer_from=src)
 
 
 def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print, device: str = "cpu") -> Path:
     """Run cfg into `out` (resuming from out/rl_ckpt.pt); returns the model folder (labkit.load(out))."""
-    from tqdm.auto import tqdm
-
     run = setup_rl(cfg, out, device, log)
     if cfg.eval_every and not run.evals:
         run.evals.append({"step": 0, **evaluate_policy(run.lm, cfg)})
         log(f"step 0: {run.evals[-1]}")
-    bar = tqdm(total=cfg.steps, initial=run.step, disable=not progress, desc=f"rl {cfg.surrogate}")
-    run.since = time.perf_counter()
-    while run.step < cfg.steps:
-        rec = rl_step(run)
+
+    def after(rec: dict) -> None:
         run.history.append(rec)
-        bar.update(1)
-        bar.set_postfix(reward=f"{rec['reward']:.3f}", solved=f"{rec['solved']:.2f}")
         if cfg.eval_every and run.step % cfg.eval_every == 0:
             run.evals.append({"step": run.step, **evaluate_policy(run.lm, cfg)})
             log(f"step {run.step}: {run.evals[-1]}")
-        if run.step % cfg.ckpt_every == 0 or run.step == cfg.steps:
-            save_checkpoint(run)
-    bar.close()
+
+    fit(run, cfg.steps, lambda: rl_step(run), after=after, checkpoint=lambda: save_rl_checkpoint(run),
+        ckpt_every=cfg.ckpt_every, progress=progress, desc=f"rl {cfg.surrogate}",
+        postfix=lambda rec: {"reward": f"{rec['reward']:.3f}", "solved": f"{rec['solved']:.2f}"})
     return finish_rl(run)
 
 
-__all__ = ["CHECKPOINT", "Draw", "Estimate", "RLConfig", "RLRun", "RL_RECIPES", "Rollouts", "SURROGATES",
+__all__ = ["CHECKPOINT", "Draw", "PolicyLogp", "RLConfig", "RLRun", "RL_RECIPES", "Rollouts", "SURROGATES",
            "clipped_objective", "decode_knobs", "draw", "estimate", "evaluate_policy", "finish_rl",
-           "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits", "rl_step",
-           "rollout", "rollout_rule",
-           "same_config", "setup_rl", "step_questions", "train_rl", "free_length"]
+           "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits", "policy_update",
+           "rl_step", "rollout", "rollout_rule", "same_config", "save_rl_checkpoint", "setup_rl", "step_questions", "train_rl",
+           "free_length"]

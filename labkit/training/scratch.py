@@ -14,23 +14,27 @@ and decays on a cosine to lr · min_lr_ratio over `steps` (a `seconds` budget ma
 """
 from __future__ import annotations
 
-import json
 import math
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
+from ..continuous import Vocabulary, generate_continuous
+from ..decode import generate
 from ..models.continuous_net import ContinuousConfig, ContinuousDenoiser
 from ..models.handle import DLM
+from ..models.load import weights_dir
 from ..models.tiny_net import TinyDLM, TinyDLMConfig
+from ..models.tokenizer import load_tokenizer
+from ..samplers import LowConfidence
 from .corpus import Corpus, load_plays
 from .losses import EPS, continuous_diffusion_loss, masked_diffusion_loss, stratified_t
 from .schedules import SCHEDULES, Schedule, schedule
 from .seeds import noise_seed
+from .trainer import RunState, fit, lr_at, optimizer_step, save_model, set_lr, write_record
 
 OBJECTIVES = ("masked", "continuous")
 DEFAULT_SCHEDULE = {"masked": "log-linear", "continuous": "cosine"}
@@ -105,7 +109,6 @@ class ScratchResult:
         """What the lab's views take as `lm`: the DLM (masked), a continuous.Vocabulary (continuous)."""
         if self.config.objective == "masked":
             return self.model
-        from ..continuous import Vocabulary
         return Vocabulary(self.tokenizer)
 
     def generate(self, prompt: str | None = SAMPLE_PROMPT, length: int = SAMPLE_LENGTH, steps: int | None = None,
@@ -113,11 +116,8 @@ class ScratchResult:
         """A labkit Output: lk.generate with LowConfidence (masked) or generate_continuous."""
         steps = steps or length
         if self.config.objective == "masked":
-            from ..decode import generate
-            from ..samplers import LowConfidence
             return generate(self.model, prompt or "", kwargs.pop("sampler", LowConfidence()), gen_length=length,
                             block_length=length, steps=steps, seed=seed, **kwargs)
-        from ..continuous import generate_continuous
         return generate_continuous(self.model, self.tokenizer, schedule=self.schedule, prompt=prompt,
                                    length=length, steps=steps, seed=seed, **kwargs)
 
@@ -125,22 +125,18 @@ class ScratchResult:
         """The model + tokenizer (lk.load(folder) for the masked one, ContinuousDenoiser.load for the
         continuous one) and training.json (config, schedule, history)."""
         folder = Path(folder)
+        record = {"config": asdict(self.config), "schedule": self.schedule.name, "seconds": round(self.seconds, 1),
+                  "loss_history": self.history}
         if self.config.objective == "masked":
-            self.model.net.save_pretrained(folder, safe_serialization=True)
             self.tokenizer.save_pretrained(folder)
-        else:
-            self.model.save(folder, self.tokenizer)
-        (folder / "training.json").write_text(json.dumps(
-            {"config": asdict(self.config), "schedule": self.schedule.name, "seconds": round(self.seconds, 1),
-             "loss_history": self.history}, indent=1))
-        return folder
+            return save_model(self.model.net, folder, record)
+        self.model.save(folder, self.tokenizer)
+        return write_record(folder, record)
 
 
 @lru_cache(maxsize=2)
 def training_data():
     """The embedded tokenizer and the training plays' Corpus (built once per process, ~3 s)."""
-    from ..models.load import weights_dir
-    from ..models.tokenizer import load_tokenizer
     tok = load_tokenizer(weights_dir() / "tiny")
     return tok, Corpus(tok, list(load_plays("train").values()))
 
@@ -176,14 +172,6 @@ def build(cfg: ScratchConfig, tokenizer) -> Any:
                pad_id=tokenizer.pad_token_id, name="scratch-masked", kind="masked", max_length=cfg.context)
 
 
-def lr_at(cfg: ScratchConfig, step: int) -> float:
-    """Linear warm-up over cfg.warmup steps, then cosine decay to lr · min_lr_ratio at cfg.steps."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
-    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
 def step_loss(cfg: ScratchConfig, model, x0: torch.Tensor, sched: Schedule, g: torch.Generator) -> torch.Tensor:
     """The objective's loss on x0 (B, L). Masked: masking rates 1 − ᾱ(u) for stratified u (with
     "log-linear" this is LLaDA's loss, the ELBO; other schedules only change the distribution of the
@@ -199,7 +187,6 @@ def _sample(res: ScratchResult, step: int, on_sample) -> None:
     net.eval()
     kw = {}
     if res.config.objective == "masked":      # greedy decoding of a young model writes only newlines
-        from ..samplers import LowConfidence
         kw = {"sampler": LowConfidence(temperature=SAMPLE_TEMPERATURE)}
     on_sample(step, res.generate(SAMPLE_PROMPT, SAMPLE_LENGTH, seed=step, **kw).texts[0])
     net.train()
@@ -222,25 +209,26 @@ def train_scratch(cfg: ScratchConfig = ScratchConfig(), *, texts: list[str] | No
     net = _net(model).to(device).train()
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
     res = ScratchResult(cfg, model, tok, cfg.noise_schedule)
-    start = time.perf_counter()
-    for step in range(cfg.steps):
-        x0 = corpus.batch(cfg, step).to(device)                            # (B, seq_len)
-        g = torch.Generator().manual_seed(noise_seed(cfg.seed, step))
-        for group in opt.param_groups:
-            group["lr"] = lr_at(cfg, step)
+    state = RunState(history=res.history)             # (step, loss) of every step
+
+    def step() -> float:
+        x0 = corpus.batch(cfg, state.step).to(device)                      # (B, seq_len)
+        g = torch.Generator().manual_seed(noise_seed(cfg.seed, state.step))
+        set_lr(opt, lr_at(cfg, state.step))
         loss = step_loss(cfg, model, x0, res.schedule, g)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        res.history.append((step, loss.item()))
+        optimizer_step(loss, net, opt, cfg.grad_clip)
+        state.step += 1
+        return loss.item()
+
+    def after(loss: float) -> None:
+        res.history.append((state.step - 1, loss))
         if on_step is not None:
-            on_step(step, loss.item())
-        if on_sample is not None and cfg.sample_every and (step + 1) % cfg.sample_every == 0:
-            _sample(res, step, on_sample)
-        if cfg.seconds is not None and time.perf_counter() - start >= cfg.seconds:
-            break
-    res.seconds = time.perf_counter() - start
+            on_step(state.step - 1, loss)
+        if on_sample is not None and cfg.sample_every and state.step % cfg.sample_every == 0:
+            _sample(res, state.step - 1, on_sample)
+
+    fit(state, cfg.steps, step, after=after, seconds=cfg.seconds, progress=False)
+    res.seconds = state.elapsed()
     net.eval()
     if on_sample is not None and (not cfg.sample_every or len(res.history) % cfg.sample_every):
         _sample(res, len(res.history) - 1, on_sample)
@@ -249,13 +237,11 @@ def train_scratch(cfg: ScratchConfig = ScratchConfig(), *, texts: list[str] | No
 
 def train_masked_scratch(cfg: ScratchConfig | None = None, **kwargs) -> ScratchResult:
     """`train_scratch` with objective "masked"; kwargs go to train_scratch."""
-    from dataclasses import replace
     return train_scratch(replace(cfg or ScratchConfig(), objective="masked"), **kwargs)
 
 
 def train_continuous_scratch(cfg: ScratchConfig | None = None, **kwargs) -> ScratchResult:
     """`train_scratch` with objective "continuous"; kwargs go to train_scratch."""
-    from dataclasses import replace
     return train_scratch(replace(cfg or ScratchConfig(objective="continuous"), objective="continuous"), **kwargs)
 
 

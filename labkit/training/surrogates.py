@@ -13,12 +13,13 @@ network (`estimate`):
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from .losses import stratified_t
+from .masking import mask_tokens, stratified_t
 
 SURROGATES = ("one_pass", "elbo", "block_elbo", "exact")
 TOKEN_LEVEL = ("one_pass", "exact")          # per-token ratios; the others one ratio per sequence
@@ -46,6 +47,11 @@ class Draw:
     causal: bool = False         # logits at i predict token i + 1 (an AR twin)
     n: torch.Tensor = None       # (N,) answer tokens of each rollout row (the per-token normaliser)
 
+    def to(self, device: str | torch.device) -> "Draw":
+        """The same draw on `device` (the network's)."""
+        moved = {f: getattr(self, f).to(device) for f in ("canvas", "row", "weight", "scored", "n")}
+        return dataclasses.replace(self, **moved)
+
 
 def _answer_index(written: torch.Tensor) -> torch.Tensor:
     """(N, L) → (N, L) long: the i-th written position of a row holds i (−1 elsewhere)."""
@@ -57,50 +63,53 @@ def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, g
          block_length: int = 0) -> Draw:
     """The canvases and weights of one estimate of `surrogate` for rollouts x (N, L), written (N, L)."""
     N, L = x.shape
+    dev = x.device
     n = written.sum(-1)                                                  # (N,)
+    every = torch.arange(N, device=dev)
     if surrogate == "exact":
         scored = torch.zeros_like(written)
         scored[:, :-1] = written[:, 1:]                                  # logits at i - 1 predict i
-        return Draw(surrogate, x.clone(), torch.arange(N), written.float(), scored, causal=True, n=n)
+        return Draw(surrogate, x.clone(), every, written.float(), scored, causal=True, n=n)
     if surrogate == "one_pass":
-        prompt = ~written & (torch.rand(N, L, generator=generator) < prompt_mask)
+        rate = torch.full((N,), prompt_mask, device=dev)
+        prompt = mask_tokens(x, mask_id, rate=rate, where=~written, generator=generator).masked
         canvas = torch.where(written | prompt, torch.full_like(x, mask_id), x)
-        return Draw(surrogate, canvas, torch.arange(N), written.float(), written.clone(), n=n)
+        return Draw(surrogate, canvas, every, written.float(), written.clone(), n=n)
     if surrogate not in ("elbo", "block_elbo"):
         raise ValueError(f"surrogate must be one of {', '.join(SURROGATES)}, got {surrogate!r}")
     idx = _answer_index(written)                                         # (N, L)
     K = 1
     if surrogate == "block_elbo" and block_length:
         K = int((n.max().item() + block_length - 1) // block_length)
-    rows = torch.arange(N).repeat_interleave(K * samples)               # (M,)
-    block = torch.arange(K).repeat_interleave(samples).repeat(N)        # (M,) the block each canvas scores
-    M = len(rows)
-    t = stratified_t(M, t_min, generator)                               # (M,)
-    u = torch.rand(M, L, generator=generator)
+    rows = every.repeat_interleave(K * samples)                         # (M,)
+    block = torch.arange(K, device=dev).repeat_interleave(samples).repeat(N)   # (M,) the block each canvas scores
+    t = stratified_t(len(rows), t_min, generator)                       # (M,)
     xi, wi, ii = x[rows], written[rows], idx[rows]                      # (M, L)
     pos_block = torch.where(wi, ii // (block_length if K > 1 else max(1, L)), -1)   # (M, L)
     current = wi & (pos_block == block[:, None])
     later = wi & (pos_block > block[:, None])
-    masked = (current & (u < t[:, None])) | later
+    noised = mask_tokens(xi, mask_id, rate=t, where=current, generator=generator)   # weight 1/t
+    masked = noised.masked | later
     canvas = torch.where(masked, torch.full_like(xi, mask_id), xi)
     kept = current & ~masked
-    weight = (torch.where(current & masked, 1.0 / t[:, None], 0.0) + kept_weight * kept.float()) / samples
+    weight = (noised.weight + kept_weight * kept.float()) / samples
     return Draw(surrogate, canvas, rows, weight, current & (masked | (kept_weight > 0)), n=n)
 
 
 @dataclass
-class Estimate:
+class PolicyLogp:
+    """log p of the rollout's tokens under one network, read through one Draw."""
     token: torch.Tensor          # (M, L) log p of the rollout's token at each scored position (0 elsewhere)
     sequence: torch.Tensor       # (N,) the row's surrogate log-likelihood per answer token
     logp: torch.Tensor           # (M, L, V) the full log-softmax (for the KL)
 
 
-def estimate(logits_fn, d: Draw, x: torch.Tensor) -> Estimate:
+def estimate(logits_fn, d: Draw, x: torch.Tensor) -> PolicyLogp:
     """Evaluate a Draw under `logits_fn` (M, L) → (M, L, V): log p of the rollout rows' tokens."""
     logp = F.log_softmax(logits_fn(d.canvas).float(), -1)              # (M, L, V)
     target = x[d.row]                                                   # (M, L)
     if d.causal:
-        tok = torch.zeros(target.shape, dtype=logp.dtype)
+        tok = torch.zeros(target.shape, dtype=logp.dtype, device=logp.device)
         tok[:, 1:] = logp[:, :-1].gather(-1, target[:, 1:, None]).squeeze(-1)   # read at i - 1
         per = (tok * d.weight).sum(-1)
         token = torch.zeros_like(tok)
@@ -110,8 +119,8 @@ def estimate(logits_fn, d: Draw, x: torch.Tensor) -> Estimate:
         per = (tok * d.weight).sum(-1)
         token = torch.where(d.scored, tok, 0.0)
     N = len(d.n)
-    sequence = torch.zeros(N, dtype=per.dtype).index_add(0, d.row, per) / d.n.clamp_min(1)
-    return Estimate(token, sequence, logp)
+    sequence = per.new_zeros(N).index_add(0, d.row, per) / d.n.clamp_min(1)
+    return PolicyLogp(token, sequence, logp)
 
 
 def kl_to_ref(new: torch.Tensor, ref: torch.Tensor, d: Draw) -> torch.Tensor:
@@ -121,8 +130,8 @@ def kl_to_ref(new: torch.Tensor, ref: torch.Tensor, d: Draw) -> torch.Tensor:
     per = torch.where(d.scored, kl, 0.0).sum(-1)
     count = d.scored.sum(-1).float()
     N = len(d.n)
-    total = torch.zeros(N).index_add(0, d.row, per)
-    return total / torch.zeros(N).index_add(0, d.row, count).clamp_min(1)
+    total = per.new_zeros(N).index_add(0, d.row, per)
+    return total / per.new_zeros(N).index_add(0, d.row, count).clamp_min(1)
 
 
 def clipped_objective(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
@@ -130,11 +139,11 @@ def clipped_objective(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> to
     return torch.minimum(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
 
 
-def grpo_loss(new: Estimate, old: Estimate, adv: torch.Tensor, d: Draw, clip: float,
+def grpo_loss(new: PolicyLogp, old: PolicyLogp, adv: torch.Tensor, d: Draw, clip: float,
               kl: torch.Tensor | None = None, beta: float = 0.0) -> tuple[torch.Tensor, dict]:
     """The negated objective to minimise, and its parts: token-level ratios (one_pass, exact)
     averaged over each row's scored tokens, or one ratio per sequence (elbo, block_elbo); minus
-    β · KL. `adv` (N,)."""
+    β · KL. `adv` (N,). The parts (share of ratios clipped, mean KL) are detached 0-d tensors."""
     if d.surrogate in TOKEN_LEVEL:
         ratio = torch.exp(new.token - old.token)                        # (M, L), M = N
         obj = clipped_objective(ratio, adv[d.row][:, None], clip)
@@ -148,8 +157,8 @@ def grpo_loss(new: Estimate, old: Estimate, adv: torch.Tensor, d: Draw, clip: fl
     if kl is not None and beta:
         loss = loss + beta * kl.mean()
     clipped = ((ratio - 1).abs() > clip) & active
-    parts = {"clip_fraction": float(clipped.sum() / active.sum().clamp_min(1)),
-             "kl": float(kl.detach().mean()) if kl is not None else 0.0}
+    parts = {"clip_fraction": (clipped.sum() / active.sum().clamp_min(1)).detach(),     # 0-d tensors on the
+             "kl": kl.detach().mean() if kl is not None else loss.new_zeros(())}       # device: no sync here
     return loss, parts
 
 
@@ -162,7 +171,7 @@ def policy_gradient(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tenso
     d = draw(surrogate, x, written, lm.mask_id, generator, **draw_knobs)
     lm.net.zero_grad(set_to_none=True)
     new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
-    old = Estimate(new.token.detach(), new.sequence.detach(), new.logp.detach())
+    old = PolicyLogp(new.token.detach(), new.sequence.detach(), new.logp.detach())
     loss, _ = grpo_loss(new, old, adv, d, clip=0.2)
     loss.backward()
     grad = torch.cat([p.grad.flatten() for p in lm.net.parameters() if p.grad is not None])
@@ -186,5 +195,5 @@ def gradient_noise(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor
             "reference_draws": reference_draws, "single_draws": single_draws, "reference": ref}
 
 
-__all__ = ["SURROGATES", "TOKEN_LEVEL", "Draw", "Estimate", "clipped_objective", "draw", "estimate", "gradient_noise",
+__all__ = ["SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "draw", "estimate", "gradient_noise",
            "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits"]
