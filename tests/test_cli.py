@@ -68,14 +68,14 @@ def ev_windows(lm):
 
 
 def spy_on_generate(monkeypatch) -> list:
-    """(model name, rule) of every decode.generate call the CLI makes; the runs still happen."""
-    import labkit.decode
-    real, calls = labkit.decode.generate, []
+    """(model name, rule) of every decode.generate call `labkit generate` makes; the runs still happen."""
+    import labkit.cli.generate
+    real, calls = labkit.cli.generate.generate, []
 
     def spy(lm, prompt, sampler=None, **kw):
         calls.append((lm.name, sampler))
         return real(lm, prompt, sampler, **kw)
-    monkeypatch.setattr(labkit.decode, "generate", spy)
+    monkeypatch.setattr(labkit.cli.generate, "generate", spy)
     return calls
 
 

@@ -6,7 +6,11 @@ import json
 import sys
 from pathlib import Path
 
+import torch
+
+from ..bench.common import save as save_json
 from ..checkout import root
+from ..models.load import load
 
 # A user's bench run writes here by default, never over the committed figures that notebooks and
 # tests read; the make targets that refresh those pass --out benchmarks/results.
@@ -31,8 +35,6 @@ def note(text: str) -> None:
 def output_file(value: str | None, flag: str, suffix: str):
     """The file an output flag names: its folder must exist and it must not be a folder. A
     name without the suffix gets it (the file written is the one reported)."""
-    from pathlib import Path
-
     if value is None:
         return None
     path = Path(value).expanduser()
@@ -45,8 +47,6 @@ def output_file(value: str | None, flag: str, suffix: str):
 
 def save(a, name: str, result):
     """Write `result` as JSON to a.out / name (creating the folder); return the folder."""
-    from ..bench.common import save as save_json
-
     return save_json(result, Path(a.out) / name).parent
 
 
@@ -67,9 +67,6 @@ def progress_log(a):
 
 
 def load_model(a):
-    import torch
-
-    from ..models.load import load
     dtype = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[a.dtype]
     return load(a.model, device=a.device, dtype=dtype, trust_remote_code=a.trust_remote_code,
                 device_map=getattr(a, "device_map", None))

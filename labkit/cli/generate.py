@@ -1,16 +1,24 @@
 """`labkit generate`: one run from the command line, with every knob checked before the model loads."""
 from __future__ import annotations
 
+import re
 import sys
 import time
 
-from ..accel import COMPILE_MODES
+from .. import defaults
+from ..accel import COMPILE_MODES, Accel, compiled
+from ..controls import Ban, Keywords, Pin
+from ..decode import chat_text, check_knobs, check_seed, generate
+from ..models.kv_cache import DualCache, PrefixCache
+from ..models.load import embedded_kind
+from ..samplers import knobs, registry
+from ..samplers.knobs import KnobError
+from ..tasks import answer_length, grid_columns, is_task_model, sudoku
+from ..ui.viz import to_html
 from .common import Given, load_model, model_args, note, output_file
 
 
 def add_parser(sub) -> None:
-    from .. import defaults
-
     g = sub.add_parser("generate", help="generate text and report NFE and time")
     g.add_argument("prompt")
     g.add_argument("--chat", action="store_true", help="send the prompt as a user message through the "
@@ -30,9 +38,6 @@ def add_parser(sub) -> None:
 def sampler_args(g) -> None:
     """The rule and loop flags (`labkit generate`, `labkit batch`), built from the knob descriptions
     (labkit.samplers.knobs): a knob added to the registry gets its flag and help here."""
-    from .. import defaults
-    from ..samplers import knobs
-
     g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH, action=Given,
                    help=f"{_help(knobs.GEN_LENGTH)} (default {defaults.GEN_LENGTH}; a task model's puzzle: its answer)")
     g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH, action=Given,
@@ -54,8 +59,6 @@ def sampler_args(g) -> None:
 
 def rule_args(g) -> None:
     """--sampler and the flags of every knob a rule reads (`labkit generate`, `labkit batch`, `labkit eval --tasks`)."""
-    from ..samplers import knobs, registry
-
     g.add_argument("--sampler", choices=registry.names(), help="rule (default: the model's own: low_confidence; "
                    "autoregressive for a causal model); speed / quality are LLaDA2.1's S and Q modes")
     for knob in (*knobs.SAMPLING, *registry.rule_knobs().values()):
@@ -67,9 +70,6 @@ def rule_args(g) -> None:
 
 def _help(knob, readers: list[str] | None = None) -> str:
     """A flag's help from its description: what it does, what it takes, which rules read it."""
-    from .. import defaults
-    from ..samplers import registry
-
     text = f"{knob.help}; {knob.allowed()}"
     if knob.name == "temperature":
         text += f" (default {defaults.TEMPERATURE})"
@@ -88,10 +88,6 @@ def _flag_type(knob) -> dict:
 
 
 def run(a) -> int:
-    from .. import defaults
-    from ..accel import Accel
-    from ..decode import generate
-
     # everything that needs no model is checked first, so bad input fails before the model loads
     html_path = output_file(a.html, "--html", ".html")
     trace_path = output_file(a.trace, "--trace", ".npz")
@@ -101,7 +97,6 @@ def run(a) -> int:
     name, sampler = rule_after_load(a, lm, name, sampler, notes)
     prompt = a.prompt if a.prompt.endswith("\n") or not a.prompt.endswith(":") else a.prompt + "\n"
     if a.chat:
-        from ..decode import chat_text
         prompt = chat_text(lm, [{"role": "user", "content": a.prompt}])
     model = fast_model(lm, a.cache, a.compile)
     t0 = time.perf_counter()
@@ -117,7 +112,6 @@ def run(a) -> int:
     if parallel:
         note(parallel)
     if html_path:
-        from ..ui.viz import to_html
         path = to_html(out.trace, lm, html_path, title=f"{lm.name}: {prompt.strip()}", stats=out.stats)
         print(f"step-through view written to {path}", file=sys.stderr)
     if trace_path:
@@ -127,10 +121,6 @@ def run(a) -> int:
 
 def _print_grid(prompt: str, answer: str) -> None:
     """A Sudoku's question and answer as grids (stderr), beside the line printed above."""
-    import re
-
-    from ..tasks import grid_columns, sudoku
-
     if grid_columns(prompt) and len(answer) == sudoku.CELLS:
         question = re.search(rf"[1-{sudoku.N}.]{{{sudoku.CELLS}}}", prompt).group()
         left, right = sudoku.format_grid(question).splitlines(), sudoku.format_grid(answer).splitlines()
@@ -139,9 +129,6 @@ def _print_grid(prompt: str, answer: str) -> None:
 
 def fast_model(lm, cache: str, compile_mode: str):
     """The model behind --cache and --compile: a KV-cache wrapper (compiled passes) or a compiled forward."""
-    from ..accel import compiled
-    from ..models.kv_cache import DualCache, PrefixCache
-
     mode = None if compile_mode == "none" else compile_mode
     if cache != "none":
         return {"prefix": PrefixCache, "dual": DualCache}[cache](lm, compile=mode)
@@ -152,11 +139,6 @@ def rule_before_load(a):
     """(rule name, rule object, notes) from the flags, every knob checked that needs no model, so
     bad input fails before the model loads. Picks the model when --model is not given (S / Q mode
     on the lab's model that can run them)."""
-    from .. import defaults
-    from ..decode import check_knobs, check_seed
-    from ..models.load import embedded_kind
-    from ..samplers import registry
-
     chosen = a.model is not None
     if not chosen:
         a.model = defaults.PARALLEL_MODEL if a.sampler in registry.PRESETS else defaults.MODEL
@@ -175,8 +157,6 @@ def rule_before_load(a):
 def _fit_to_task(a) -> None:
     """A task model asked a task's question: the canvas is the answer's length, one block, one
     step per token, unless the flags say otherwise."""
-    from ..tasks import answer_length, is_task_model
-
     n = answer_length(getattr(a, "prompt", "")) if is_task_model(a.model) else None
     if n is None:
         return
@@ -191,9 +171,6 @@ def _fit_to_task(a) -> None:
 def rule_after_load(a, lm, name: str, sampler, notes: list[str]):
     """The rule for the loaded model (a causal model: autoregressive; a family with its own rule,
     e.g. LLaDA2.x: quality, unless --sampler says otherwise), checked again; prints the notes."""
-    from ..decode import check_knobs
-    from ..samplers import registry
-
     own = registry.default_rule(lm)       # a causal model: autoregressive; LLaDA2.x: quality
     if a.sampler is None and name != own:
         name, sampler, notes = sampler_from_flags(a, default=own)          # its flags checked again
@@ -209,8 +186,6 @@ def _knobs(a) -> dict:
 
 
 def controls_from_flags(a) -> list:
-    from ..controls import Ban, Keywords, Pin
-
     controls = []
     if a.keywords:
         controls.append(Keywords([w.strip() for w in a.keywords.split(",")]))
@@ -229,10 +204,6 @@ def sampler_from_flags(a, default: str = "low_confidence"):
     not given. A flag the rule does not read, or that contradicts another, is refused; one that
     only does nothing here (--steps under a rule that runs until each block is done, --top-p at
     temperature 0) gets a note, printed once everything is checked."""
-    from .. import defaults
-    from ..samplers import registry
-    from ..samplers.knobs import KnobError
-
     name, notes = a.sampler or default, []
     if a.remasking is not None:
         if name not in ("low_confidence", "random"):

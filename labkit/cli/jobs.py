@@ -10,6 +10,11 @@ import json
 import os
 import sys
 
+from .. import defaults
+from ..serve import batch as jobs  # `batch` is this module's command
+from ..serve import endpoint
+from ..serve.batch import EndpointBackend, LocalBackend
+from ..serve.endpoint import Client
 from . import generate
 from .common import load_model, model_args, output_file
 
@@ -52,8 +57,6 @@ def add_parser(sub) -> None:
 
 
 def check_endpoint(a) -> int:
-    from ..serve import endpoint
-
     if not a.timeout > 0:
         raise ValueError(f"--timeout must be > 0 seconds, got {a.timeout}")
     if a.retries < 0:
@@ -67,8 +70,6 @@ def check_endpoint(a) -> int:
 
 
 def batch(a) -> int:
-    from ..serve import batch as jobs
-
     for flag, value in (("--batch-size", a.batch_size), ("--concurrency", a.concurrency)):
         if value < 1:
             raise ValueError(f"{flag} must be a positive integer, got {value}")
@@ -86,10 +87,6 @@ def batch(a) -> int:
 
 
 def _endpoint_backend(a):
-    from .. import defaults
-    from ..serve.batch import EndpointBackend
-    from ..serve.endpoint import Client
-
     if a.model is not None:
         raise ValueError("--model and --endpoint exclude each other (--endpoint-model names the server's model)")
     local_only = {"sampler": a.sampler, "threshold": a.threshold, "editing_threshold": a.editing_threshold,
@@ -113,8 +110,6 @@ def _endpoint_backend(a):
 
 
 def _local_backend(a):
-    from ..serve.batch import LocalBackend
-
     for flag, value in (("--endpoint-model", a.endpoint_model), ("--api-key", a.api_key)):
         if value is not None:
             raise ValueError(f"{flag} is read only with --endpoint")

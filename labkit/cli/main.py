@@ -10,19 +10,24 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 
+from ..bench.task_card import write_task_card
+from ..eval.evaluate import evaluate
+from ..eval.exact import evaluate_tasks
+from ..samplers import registry
+from ..tasks import TASKS, is_task_model, model_tasks
+from ..training.card import write_card
+from ..training.loop import RECIPES, train
 from . import bench, doctor, generate, jobs, rl, serve, slides, student
 from .common import load_model, model_args
-from .generate import rule_args
+from .generate import rule_args, sampler_from_flags
 
 
 def _eval(a) -> int:
-    from ..eval.evaluate import evaluate
-    from ..tasks import is_task_model
-
     if a.tasks is not None or is_task_model(a.model):
         return _eval_tasks(a)
     lm = load_model(a)
@@ -30,7 +35,6 @@ def _eval(a) -> int:
     result = evaluate(lm, seed=a.seed)
     result["eval_seconds"] = round(time.perf_counter() - t0, 1)
     if a.card:
-        from ..training.card import write_card
         print(f"model card written to {write_card(a.model, result)}", file=sys.stderr)
     if a.json:
         print(json.dumps(result))
@@ -42,11 +46,6 @@ def _eval(a) -> int:
 
 def _eval_tasks(a) -> int:
     """`labkit eval --tasks ...`: exact-match accuracy on the held-out task suite under one rule."""
-    from ..eval.exact import evaluate_tasks
-    from ..samplers import registry
-    from ..tasks import TASKS, model_tasks
-    from .generate import sampler_from_flags
-
     own = model_tasks(a.model) or TASKS
     tasks = own if a.tasks in (None, "all") else tuple(t.strip() for t in a.tasks.split(","))
     bad = [t for t in tasks if t not in TASKS]
@@ -61,7 +60,6 @@ def _eval_tasks(a) -> int:
     result = evaluate_tasks(lm, rule, tasks=tasks, n=a.n, seed=a.seed)
     result["eval_seconds"] = round(time.perf_counter() - t0, 1)
     if a.card:
-        from ..bench.task_card import write_task_card
         print(f"model card written to {write_task_card(a.model, result)}", file=sys.stderr)
     if a.json:
         print(json.dumps(result))
@@ -81,7 +79,7 @@ def _lm_eval(a) -> int:
         from lm_eval.__main__ import cli_evaluate
     except ImportError:
         raise ValueError('labkit lm-eval needs lm-evaluation-harness: pip install "labkit[eval]"') from None
-    from ..eval import harness
+    from ..eval import harness  # imports lm_eval, the eval extra
 
     rest = [str(harness.TASKS_DIR) if x == "labkit" and i and a.rest[i - 1] == "--include_path" else x
             for i, x in enumerate(a.rest)]
@@ -91,10 +89,6 @@ def _lm_eval(a) -> int:
 
 
 def _train(a) -> int:
-    import dataclasses
-
-    from ..training.loop import RECIPES, train
-
     if a.recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {a.recipe!r}")
     overrides = {k: getattr(a, k) for k in ("steps", "seed") if getattr(a, k) is not None}

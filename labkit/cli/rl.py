@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..training.rl import RL_RECIPES, SURROGATES, RLConfig, train_rl
+
 SCALARS = (int, float, str, bool)
 
 
 def _train_rl(a) -> int:
-    from ..training.rl import RL_RECIPES, RLConfig, train_rl
-
     if a.recipe is not None and a.recipe not in RL_RECIPES:
         raise ValueError(f"recipe must be one of {', '.join(RL_RECIPES)}, got {a.recipe!r}")
     base = RL_RECIPES[a.recipe] if a.recipe else RLConfig()
@@ -27,8 +27,6 @@ def _train_rl(a) -> int:
 
 
 def add_parser(sub) -> None:
-    from ..training.rl import RL_RECIPES, SURROGATES, RLConfig
-
     t = sub.add_parser("train-rl", help="policy optimisation with exact rewards (resumes)")
     t.add_argument("--recipe", help=f"one of {', '.join(RL_RECIPES)} (else RLConfig's defaults and the flags)")
     t.add_argument("--out", required=True, help="output folder; resumes from its rl_ckpt.pt")

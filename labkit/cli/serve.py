@@ -76,7 +76,7 @@ def run(a) -> int:
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(f'labkit serve needs fastapi and uvicorn ({e}): pip install "labkit[serve]"') \
             from None
-    from ..serve.app import create_app
+    from ..serve.app import create_app  # fastapi, the serve extra: for this command only
 
     lm = load_model(a)
     app = create_app(lm, a.model, api_key=a.api_key, max_batch=a.max_batch, queue_size=a.queue_size,
