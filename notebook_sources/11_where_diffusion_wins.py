@@ -48,6 +48,7 @@
 # NBVAL_CHECK_OUTPUT
 # Parameters
 import json
+import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -61,6 +62,9 @@ from labkit.eval.exact import edit_outcomes, wilson
 from labkit.eval.intervals import overlap
 from labkit.models.load import model_folder
 from labkit.tasks import addition, heldout, mirror, reversal, sudoku
+
+sys.path.insert(0, "../benchmarks")      # benchmarks/docgen: docs/models.md's tables, printed here too
+from docgen import tasks as doc_tables
 
 SEED = 0
 LIVE = 50                      # held-out items per live cell below (the tables use every item)
@@ -258,7 +262,7 @@ print("final:", "solved" if s_mode.texts[row] == hard[row].answer else "not solv
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(tables.markdown_pair(result, "sudoku"))
+print(doc_tables.markdown_pair(result, "sudoku"))
 
 # %% [markdown]
 # ## 3 · Addition: where the order does not matter, and what still fails
@@ -299,7 +303,7 @@ lk.viz.token_grid_steps(add_runs["low-confidence"].trace, ad, row=0)
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(tables.markdown_pair(result, "add"))
+print(doc_tables.markdown_pair(result, "add"))
 one = [*bench.ONE_PER_STEP, bench.AR_LABEL]
 worst = min(one, key=lambda k: tables.accuracy(result, "add", k, "addition")["accuracy"])
 w = tables.accuracy(result, "add", worst, "addition")
@@ -352,7 +356,7 @@ for label, question in (("forward", f"{a}>"), ("backward, infill", f"{'_' * reve
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print(tables.markdown_pair(result, "facts"))
+print(doc_tables.markdown_pair(result, "facts"))
 f = {lab: {g: tables.accuracy(result, "facts", lab, "reversal", g)["accuracy"] for g in tables.REVERSAL_MODES
            if g in tables.run_of(result, "facts", lab)["tasks"]["reversal"]["groups"]}
      for lab in ("low-confidence", bench.AR_LABEL)}
@@ -415,7 +419,7 @@ print(tables.table(result, "facts", "mirror", groups=False))
 # NBVAL_CHECK_OUTPUT
 print(f"seeds {seeds['seeds']}, every held-out puzzle; training minutes: " +
       ", ".join(f"{k} {v}" for k, v in seeds["train_minutes"].items()))
-print(tables.markdown_seeds(seeds))
+print(doc_tables.markdown_seeds(seeds))
 
 
 # %%

@@ -218,35 +218,6 @@ def test_a_seed_gives_one_run_and_a_resumed_run_equals_an_uninterrupted_one(tmp_
         setup_rl(dataclasses.replace(SMALL, lr=1e-3), tmp_path / "b")
 
 
-# --- the benchmark's targets ---------------------------------------------------------------------
-
-def _row(label, acc, tpf, hard=None, edits=None):
-    s = {"accuracy": acc, "tpf": tpf, "groups": {"hard": {"accuracy": acc if hard is None else hard}}}
-    return {"label": label, "tasks": {"sudoku": s | ({"edits": edits} if edits else {})}}
-
-
-def test_the_targets_are_read_from_the_rows():
-    from labkit.bench.rl import targets
-    start = [_row("low-confidence", 0.988, 1.0), _row("margin", 0.988, 1.0), _row("entropy", 0.992, 1.0),
-             _row("threshold 0.7", 0.893, 10.78), _row("S mode", 0.883, 7.8, edits={"fixed": 486, "broke": 112})]
-    good = [_row("low-confidence", 0.986, 1.0), _row("margin", 0.99, 1.0), _row("entropy", 0.99, 1.0),
-            _row("threshold 0.7", 0.90, 10.0),
-            _row("S mode", 0.96, 7.5, hard=0.91, edits={"fixed": 500, "broke": 90})]
-    t = targets(good, start, {"tasks": {"sudoku": {"accuracy": 0.5}}})
-    assert all(v["met"] for v in t.values()), t
-    bad = [dict(r) for r in good]
-    bad[3] = _row("threshold 0.7", 0.97, 9.0)                          # more accurate at a higher TPF
-    bad[0] = _row("low-confidence", 0.98, 1.0)                          # 0.8 points below the start
-    t = targets(bad, start, None)
-    assert not t["s_mode_on_frontier"]["met"] and "threshold 0.7" in t["s_mode_on_frontier"]["value"][0]
-    assert not t["confident_orders_kept"]["met"] and t["confident_orders_kept"]["value"]["low-confidence"] == -0.008
-    assert not t["ar_twin"]["met"]
-    bad[4] = _row("S mode", 0.96, 6.5, hard=0.85, edits={"fixed": 400, "broke": 100})
-    t = targets(bad, start, None)
-    assert [t[k]["met"] for k in ("s_mode_overall", "s_mode_hard", "s_mode_tpf", "edits_fixed_per_broken")] == \
-        [True, False, False, False]
-
-
 def test_train_rl_on_the_command_line_saves_a_task_model_and_names_a_bad_flag(tmp_path, capsys):
     import json
 

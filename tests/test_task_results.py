@@ -10,7 +10,7 @@ from docgen import tasks as section
 
 from labkit.bench import task_tables as tables
 from labkit.bench import tasks as bench
-from labkit.bench.task_card import sizes_mb
+from labkit.bench.task_card import markdown_targets, sizes_mb
 from labkit.tasks import HELDOUT_ITEMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,9 +54,9 @@ def test_docs_models_holds_the_section_the_script_writes(result, seeds):
 
 def test_docs_models_shows_the_committed_tables(result, seeds):
     docs = (ROOT / "docs" / "models.md").read_text()
-    for table in (*(tables.markdown_pair(result, p) for p in bench.PAIRS), tables.markdown_seeds(seeds),
-                  tables.markdown_targets(tables.targets(result, seeds, sizes_mb()))):
-        assert table in docs, "docs/models.md: regenerate the tables from benchmarks/results (labkit.bench.task_tables)"
+    for table in (*(section.markdown_pair(result, p) for p in bench.PAIRS), section.markdown_seeds(seeds),
+                  markdown_targets(tables.targets(result, seeds, sizes_mb()))):
+        assert table in docs, "docs/models.md: python benchmarks/make_models_section.py"
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -75,6 +75,9 @@ def test_the_seed_runs_are_the_full_recipe_of_the_sudoku_pair(seeds):
     assert seeds["seeds"] == list(bench.SEEDS) and seeds["models"] == list(bench.PAIRS["sudoku"][:2])
     for label in bench.SEED_RULES:
         assert tables.seed_spread(seeds, label)["runs"] == len(bench.SEEDS)
+    text = tables.seeds_table(seeds).splitlines()             # what labkit bench task-seeds prints
+    assert len(text) == 1 + len(bench.SEED_RULES) and all(f"seed {k}" in text[0] for k in bench.SEEDS)
+    assert [row[0] for row in tables.seed_rows(seeds)] == list(bench.SEED_RULES)
     assert len(seeds["train_minutes"]) == 2 * len(bench.SEEDS)
 
 

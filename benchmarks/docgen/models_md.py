@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from labkit.bench.block_tables import targets as block_targets
 from labkit.bench.blocks import PARTS
 
 from . import blocks, rl, tasks
 from .markdown import MODELS_DOC, ROOT, write_heading_section, write_section
-from .targets import judge_rl
+from .targets import judge_blocks, judge_rl
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -42,5 +41,5 @@ def write_blocks(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
     missing = [p for p in PARTS if p not in result]
     if missing:
         raise ValueError(f"blocks.json lacks the parts {missing}: labkit bench blocks --parts {','.join(missing)}")
-    result = judged("blocks.json", block_targets, results)
+    result = judged("blocks.json", judge_blocks, results)
     return write_section(blocks.models_section(result), blocks.SECTION_START, blocks.SECTION_END, doc)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import labkit as lk
-from labkit.bench import task_tables as t
-from labkit.bench.task_card import sizes_mb
+from labkit.bench.task_card import markdown_targets, sizes_mb
+from labkit.bench.task_tables import REVERSAL_MODES, SUDOKU_LEVELS, pct, seed_rows, targets
 from labkit.models.load import model_folder
 
 from .markdown import markdown_table
@@ -23,6 +23,49 @@ def shakespeare_table(r: dict) -> str:
     return markdown_table(["model · rule", "TPF", "gen-PPL", "× one token per step", "distinct-2"],
                           [(f"{x['model']} · {x['label']}", f"{x['tpf']:.2f}", f"{x['gen_ppl']:.2f}",
                             f"{x['gen_ppl_x_1tok']:.2f}", f"{x['distinct_2']:.3f}") for x in r["shakespeare"]])
+
+
+def _cell(s: dict) -> str:
+    lo, hi = s["ci95"]
+    return f"{100 * s['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _edits(s: dict) -> str:
+    e = s.get("edits")
+    return "—" if not e else f"{e['fixed']} / {e['broke']}"
+
+
+def markdown_pair(result: dict, pair: str) -> str:
+    """The pair's table: every rule's exact match (95% interval) per group, TPF, and on Sudoku
+    what the edits did (cells fixed / cells broken)."""
+    rows = []
+    for run in result["pairs"][pair]["runs"]:
+        t = run["tasks"]
+        if pair == "sudoku":
+            s = t["sudoku"]
+            rows.append([run["label"], _cell(s), *(pct(s["groups"][g]["accuracy"]) for g in SUDOKU_LEVELS),
+                         f"{s['tpf']:.2f}", _edits(s)])
+        elif pair == "facts":
+            r, m = t["reversal"]["groups"], t["mirror"]
+            rows.append([run["label"], *(_cell(r[g]) if g in r else "—" for g in REVERSAL_MODES), _cell(m),
+                         f"{m['tpf']:.2f}"])
+        else:
+            s = t["addition"]
+            carries = sorted(s["groups"], key=lambda g: int(g.split()[-1]))
+            rows.append([run["label"], _cell(s), *(pct(s["groups"][g]["accuracy"]) for g in carries), f"{s['tpf']:.2f}"])
+    if pair == "sudoku":
+        head = ["rule", "solved [95% interval]", *SUDOKU_LEVELS, "TPF", "edits: cells fixed / broken"]
+    elif pair == "facts":
+        head = ["rule", "forward", "backward, infill", "backward, reversed order", "mirror", "TPF (mirror)"]
+    else:
+        s = result["pairs"][pair]["runs"][0]["tasks"]["addition"]
+        head = ["rule", "exact [95% interval]", *sorted(s["groups"], key=lambda g: int(g.split()[-1])), "TPF"]
+    return markdown_table(head, rows)
+
+
+def markdown_seeds(seeds: dict) -> str:
+    """Sudoku solved per rule and training seed, overall and on the hard level."""
+    return markdown_table(["rule", *(f"seed {s}" for s in seeds["seeds"]), "spread"], seed_rows(seeds))
 
 
 def models_section(r: dict, seeds: dict) -> str:
@@ -62,16 +105,16 @@ AR twin (`labkit bench tasks --out benchmarks/results` → `benchmarks/results/t
 (600 puzzles: easy 17–20 clues, medium 13–16, hard 10–12; TPF counts the blanks written; the last
 column is what the T2T edits did, cells made right / cells made wrong):
 
-{t.markdown_pair(r, 'sudoku')}
+{markdown_pair(r, 'sudoku')}
 
 Facts (300 one-way facts, each asked three ways; the AR twin cannot be asked an infill) and mirror
 (600 items):
 
-{t.markdown_pair(r, 'facts')}
+{markdown_pair(r, 'facts')}
 
 Addition (600 sums, by the length of the longest carry chain):
 
-{t.markdown_pair(r, 'add')}
+{markdown_pair(r, 'add')}
 
 The same parallel rules on the Shakespeare models (rows of `benchmarks/results/samplers.json`):
 the cost of each extra token per forward is gen-PPL as a multiple of one token per step.
@@ -105,7 +148,7 @@ What the tables say, and what they do not:
 The targets the task models were trained for, against what they reached (`labkit.bench.task_tables.targets`;
 each model's card shows its pair's rows and notebook 11 all of them):
 
-{t.markdown_targets(t.targets(r, seeds, sizes_mb()))}
+{markdown_targets(targets(r, seeds, sizes_mb()))}
 
 """
 
@@ -119,7 +162,7 @@ def seeds_part(seeds: dict) -> str:
 seeds 1 and 2 at its full recipe, every held-out puzzle, `benchmarks/results/task_seeds.json`; the new
 seeds' training minutes, one thread each beside other work: {minutes}):
 
-{t.markdown_seeds(seeds)}
+{markdown_seeds(seeds)}
 
 In each of the three seeds, both confident orders (low-confidence, margin) solve more puzzles than
 random order, left to right and the AR twin, on all puzzles and on the hard ones: the order effect

@@ -1,5 +1,5 @@
 """What the benchmarks share: device-synchronised timing, the metadata of a run, JSON results and
-fixed-width text tables.
+fixed-width text tables (the docs' markdown is written by benchmarks/docgen).
 
     medians, last = interleaved({"a": run_a, "b": run_b}, repeats=5)  # a, b, a, b, ...: drift hits both
     save({**result, "meta": metadata(lm)}, "out/bench.json")
@@ -106,11 +106,4 @@ def format_table(columns: list[Column], rows, title: str = "") -> str:
     lines.append("".join(f"{c.title:{c.align}{c.width}}" for c in columns))
     for row in rows:
         lines.append("".join(f"{v:{c.align}{c.width}{c.fmt}}" for c, v in zip(columns, row)))
-    return "\n".join(lines)
-
-
-def markdown_table(header: list[str], rows) -> str:
-    """A markdown table: the header cells, then one line per row (a sequence of cell strings)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from ..models.load import model_folder
 from ..tasks import addition, mirror, reversal, sudoku
 from ..tasks.layouts import prompt_formats
 from ..training.loop import ADAM_BETAS
-from .task_tables import markdown_targets, pct, targets
+from .task_tables import pct, targets
 from .tasks import PAIRS
 
 DATA = {
@@ -136,6 +136,13 @@ def _eval_lines(model: str, result: dict) -> list[str]:
                          f"{s['tpf']} |")
     return lines + ["", "Every decoding rule, the AR twin side by side and the spread over training seeds: "
                     "docs/models.md (\"Where diffusion wins\") and notebooks/11_where_diffusion_wins.ipynb.", ""]
+
+
+def markdown_targets(rows: list[dict]) -> str:
+    """The targets' rows (task_tables.targets) as the card's table (docs/models.md shows all of them)."""
+    lines = ["| target | measured | met | by how much, or why |", "|---|---|---|---|"]
+    lines += [f"| {r['target']} | {r['measured']} | {'yes' if r['met'] else 'no'} | {r['note'] or '—'} |" for r in rows]
+    return "\n".join(lines)
 
 
 RESULTS = Path("benchmarks") / "results"     # labkit bench tasks / task-seeds, from the repository root

@@ -1,10 +1,11 @@
-"""Reading `labkit bench tasks`'s JSON: one cell, text and markdown tables per task pair, the
-spread over training seeds, the TPF-accuracy frontier, and the targets the task models were
-trained for against what they reached (docs/models.md and notebook 11 show these; a test checks
-them against the JSON)."""
+"""Reading `labkit bench tasks`'s JSON: one cell, a text table per task, the spread over training
+seeds, the TPF-accuracy frontier, and the targets the task models were trained for against what
+they reached (the model cards state them, labkit.bench.task_card; docs/models.md's tables of these
+results are written by benchmarks/docgen/tasks.py; notebook 11 shows both; tests check them
+against the JSON)."""
 from __future__ import annotations
 
-from .common import markdown_table
+from .common import Column, format_table
 from .tasks import AR_LABEL, EDIT_LABELS, ONE_PER_STEP, PARALLEL
 
 SUDOKU_LEVELS = ("easy", "medium", "hard")
@@ -32,11 +33,6 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def cell(s: dict) -> str:
-    lo, hi = s["ci95"]
-    return f"{100 * s['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
 def table(result: dict, pair: str, task: str, groups: bool = True) -> str:
     """Accuracy (95% interval), NFE and TPF of every rule on one task, as a text table."""
     lines = [f"{task:<26} {'accuracy':>9} {'95% interval':>15} {'NFE':>6} {'TPF':>6}"]
@@ -52,39 +48,6 @@ def table(result: dict, pair: str, task: str, groups: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _edits(s: dict) -> str:
-    e = s.get("edits")
-    return "—" if not e else f"{e['fixed']} / {e['broke']}"
-
-
-def markdown_pair(result: dict, pair: str) -> str:
-    """The pair's table: every rule's exact match (95% interval) per group, TPF, and on Sudoku
-    what the edits did (cells fixed / cells broken)."""
-    rows = []
-    for run in result["pairs"][pair]["runs"]:
-        t = run["tasks"]
-        if pair == "sudoku":
-            s = t["sudoku"]
-            rows.append([run["label"], cell(s), *(pct(s["groups"][g]["accuracy"]) for g in SUDOKU_LEVELS),
-                         f"{s['tpf']:.2f}", _edits(s)])
-        elif pair == "facts":
-            r, m = t["reversal"]["groups"], t["mirror"]
-            rows.append([run["label"], *(cell(r[g]) if g in r else "—" for g in REVERSAL_MODES), cell(m),
-                         f"{m['tpf']:.2f}"])
-        else:
-            s = t["addition"]
-            carries = sorted(s["groups"], key=lambda g: int(g.split()[-1]))
-            rows.append([run["label"], cell(s), *(pct(s["groups"][g]["accuracy"]) for g in carries), f"{s['tpf']:.2f}"])
-    if pair == "sudoku":
-        head = ["rule", "solved [95% interval]", *SUDOKU_LEVELS, "TPF", "edits: cells fixed / broken"]
-    elif pair == "facts":
-        head = ["rule", "forward", "backward, infill", "backward, reversed order", "mirror", "TPF (mirror)"]
-    else:
-        s = result["pairs"][pair]["runs"][0]["tasks"]["addition"]
-        head = ["rule", "exact [95% interval]", *sorted(s["groups"], key=lambda g: int(g.split()[-1])), "TPF"]
-    return markdown_table(head, rows)
-
-
 def seed_spread(seeds: dict, label: str, group: str | None = None) -> dict:
     """min, max and mean Sudoku accuracy of rule `label` across the seed runs (or of one level)."""
     accs = [(r["tasks"]["sudoku"] if group is None else r["tasks"]["sudoku"]["groups"][group])["accuracy"]
@@ -92,16 +55,20 @@ def seed_spread(seeds: dict, label: str, group: str | None = None) -> dict:
     return {"min": min(accs), "max": max(accs), "mean": round(sum(accs) / len(accs), 4), "runs": len(accs)}
 
 
-def markdown_seeds(seeds: dict) -> str:
-    """Sudoku solved per rule and training seed, overall and on the hard level."""
-    labels = list(dict.fromkeys(r["label"] for r in seeds["runs"]))
+def seed_rows(seeds: dict) -> list[list[str]]:
+    """Per rule: its name, Sudoku solved at each training seed (and on the hard level), the spread."""
     rows = []
-    for label in labels:
+    for label in dict.fromkeys(r["label"] for r in seeds["runs"]):
         by_seed = {r["seed"]: r["tasks"]["sudoku"] for r in seeds["runs"] if r["label"] == label}
         rows.append([label, *(f"{pct(s['accuracy'])} (hard {pct(s['groups']['hard']['accuracy'])})"
-                              for s in by_seed.values()),
-                     "{min:.1%}–{max:.1%}".format(**seed_spread(seeds, label))])
-    return markdown_table(["rule", *(f"seed {s}" for s in seeds["seeds"]), "spread"], rows)
+                              for s in by_seed.values()), "{min:.1%}–{max:.1%}".format(**seed_spread(seeds, label))])
+    return rows
+
+
+def seeds_table(seeds: dict) -> str:
+    """seed_rows as the text `labkit bench task-seeds` prints."""
+    cols = [Column("rule", 26, align="<"), *(Column(f"seed {k}", 22) for k in seeds["seeds"]), Column("spread", 16)]
+    return format_table(cols, seed_rows(seeds))
 
 
 def fastest(result: dict, pair: str, task: str, floor: float, points: float, min_tpf: float,
@@ -245,8 +212,3 @@ def targets(result: dict, seeds: dict | None = None, sizes_mb: dict | None = Non
     for model, mb in (sizes_mb or {}).items():
         rows.append(_row(f"{model}: ≤ {MAX_MB:g} MB", mb <= MAX_MB, f"{mb:.2f} MB", f"{mb - MAX_MB:.2f} MB over"))
     return rows
-
-
-def markdown_targets(rows: list[dict]) -> str:
-    return markdown_table(["target", "measured", "met", "by how much, or why"],
-                          [(r["target"], r["measured"], "yes" if r["met"] else "no", r["note"] or "—") for r in rows])

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from ..bench import rl, tasks
-from ..bench.task_tables import markdown_seeds
+from ..bench.task_tables import seeds_table
 from ..training.loop import train
 from ..training.recipes import RECIPES
 from ..training.rl import train_rl
@@ -53,4 +53,4 @@ def run_task_seeds(a) -> int:
     log = progress_log(a)
     train_task_seeds(log=log)
     result = tasks.seed_runs(n=a.n, log=log)
-    return report(a, "task_seeds.json", result, lambda r: print(markdown_seeds(r)))
+    return report(a, "task_seeds.json", result, lambda r: print(seeds_table(r)))
