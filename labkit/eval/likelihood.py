@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..models.handle import model_block
 from ..training.masking import mask_tokens, stratified_counts
 
 LN2 = math.log(2)
@@ -193,7 +194,6 @@ def predicted_bits(lm, windows: torch.Tensor, mc_num: int = 16, batch: int = 32,
     - a full-attention masked model: LLaDA's estimator on positions 1..L-1 (`masked_draws`).
     Returns bits_per_token, se over windows, mc_se (the Monte-Carlo part; 0 when exact), mc_num,
     per_window (N,)."""
-    from ..models.handle import model_block
     check_mc_num(mc_num)
     if windows.ndim != 2 or windows.shape[0] == 0 or windows.shape[1] < 2:
         raise ValueError(f"windows must be (N, L) with N >= 1 and L >= 2, got shape {tuple(windows.shape)}")

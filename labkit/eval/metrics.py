@@ -15,6 +15,8 @@ from functools import lru_cache
 import torch
 import torch.nn.functional as F
 
+from ..training.corpus import load_plays
+
 _WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
 UNSCORED = -100         # target of a position gen_ppl does not score (cross_entropy's ignore_index)
 
@@ -94,7 +96,6 @@ def speed(out) -> dict:
 @lru_cache(maxsize=1)
 def training_vocabulary() -> frozenset[str]:
     """Every word form that occurs in the training plays (lower-cased)."""
-    from ..training.corpus import load_plays
     return frozenset(w for text in load_plays("train").values() for w in words(text))
 
 

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import torch
 
+from ..models.handle import DLM
+from ..models.tiny_net import TinyDLM, TinyDLMConfig
+
 
 def block_at(block_size: int, block_warmup: int, step: int) -> int:
     """The block length trained at `step`: powers of two from 1 up to `block_size`, each for an equal
@@ -49,9 +52,6 @@ def as_block_model(ar, block_size: int = 1):
     its step 0) and the token shift. At block size 1 each
     masked token is read from the clean hidden state before it, so its likelihood is the AR
     model's exactly: where LLaDA2.0's block-size warm-up starts (a test of the mask and the shift)."""
-    from ..models.handle import DLM
-    from ..models.tiny_net import TinyDLM, TinyDLMConfig
-
     if getattr(ar, "kind", None) != "causal" or not isinstance(getattr(ar, "net", None), TinyDLM):
         raise ValueError(f"as_block_model needs a causal labkit TinyDLM (tiny-ar), got {getattr(ar, 'name', ar)!r}")
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 0:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import torch
 
+from ..decode import generate
+from ..samplers import LowConfidence
 from .seeds import data_seed
 
 
@@ -36,9 +38,6 @@ def make_trajectories(lm, prompts: list[str], path: str | Path, *, gen_length: i
     """1-token-per-step answers of `lm` to `prompts` (greedy, or sampled at `temperature` within the
     `top_p` nucleus, seeded per batch), cached in `path` batch by batch (a stopped run resumes).
     Returns {"prompt": [...], "answer": LongTensor (N, gen_length)}."""
-    from ..decode import generate
-    from ..samplers import LowConfidence
-
     path = Path(path)
     settings = dict(gen_length=gen_length, block_length=block_length, temperature=temperature,
                     top_p=top_p, seed=seed)

@@ -15,11 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
 
+from ..models.load import load, model_folder
 from ..models.tiny_net import TinyDLM, TinyDLMConfig
+from ..models.tokenizer import load_tokenizer, train_tokenizer
+from ..tasks import TaskData, char_tokenizer
+from ..tasks.layouts import ar_positions, prompt_formats
+from ..tasks.layouts import structure as task_structure
 from .convert import anneal_layout, anneal_ratio, block_at
-from .corpus import Corpus
+from .corpus import HELDOUT, Corpus, load_plays
+from .distill import make_trajectories, pack
 from .losses import ar_loss, ar_sft_loss, block_diffusion_loss, block_distill_loss, masked_count_loss, masked_diffusion_loss
+from .prompts import train_prompts
 from .recipes import RECIPES, TrainConfig
 from .seeds import noise_seed
 from .trainer import RunState, fit, lr_at, optimizer_step, save_model, set_lr
@@ -55,8 +63,6 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
     """A TinyDLM of cfg's shape, initialised from cfg.seed, or from init_from's weights."""
     structure, formats = None, None
     if cfg.data == "tasks":
-        from ..tasks.layouts import prompt_formats
-        from ..tasks.layouts import structure as task_structure
         structure = next((s for t, _ in cfg.tasks if (s := task_structure(t, cfg.kind))), None)
         formats = [f.to_dict() for t, _ in cfg.tasks for f in prompt_formats(t, cfg.kind)]
     mcfg = TinyDLMConfig(vocab_size=len(tokenizer), hidden_size=cfg.hidden_size,
@@ -72,7 +78,6 @@ def build_model(cfg: TrainConfig, tokenizer) -> TinyDLM:
         model = TinyDLM(mcfg)
     if cfg.init_from:
         src = init_folder(cfg.init_from)
-        from safetensors.torch import load_file
         state = load_file(src / "model.safetensors")
         state.pop("structure_ids", None)  # a buffer: the ids of this config's own layout (older weights lack it)
         if cfg.data == "tasks":
@@ -91,7 +96,6 @@ def _task_layout(cfg: TrainConfig, state: dict) -> dict:
     """An AR twin's weights on the masked layout of cfg's task: each masked position takes the
     learned position vector of the AR position that plays its part (layouts.ar_positions); the
     structure ids are the new layout's own (the tables' vectors are shared by both layouts)."""
-    from ..tasks.layouts import ar_positions
     state = dict(state)
     table = state.get("positions.weight")                    # (L_ar, D)
     if table is not None and table.shape[0] != cfg.seq_len:
@@ -105,7 +109,6 @@ def _task_layout(cfg: TrainConfig, state: dict) -> dict:
 
 def init_folder(init_from: str) -> Path:
     """The model folder named by `TrainConfig.init_from`: an embedded name or a path."""
-    from ..models.load import model_folder
     src = model_folder(init_from)
     if not (src / "model.safetensors").is_file():
         raise FileNotFoundError(f"init_from={init_from!r}: no model.safetensors in {src}")
@@ -117,9 +120,6 @@ def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log,
     """The teacher's (init_from's) answers to `cfg.distill` training prompts (greedy, or sampled at
     distill_temperature), packed; decoded once into out/trajectories.pt (resumable: it is the slow
     part)."""
-    from ..models.load import load
-    from .distill import make_trajectories, pack
-    from .prompts import train_prompts
     teacher = load(str(init_folder(cfg.init_from)), device=device)
     top_p = cfg.distill_top_p if cfg.distill_top_p < 1 else None
     traj = make_trajectories(teacher, train_prompts(cfg.distill, cfg.seed), out / "trajectories.pt",
@@ -132,8 +132,6 @@ def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log,
 def load_or_make_tokenizer(cfg: TrainConfig, out: Path, texts: list[str]):
     """out's tokenizer when resuming; else init_from's (it keeps the token ids the weights were
     trained on); else a BPE trained on `texts`. A new one is saved into out."""
-    from ..models.tokenizer import load_tokenizer, train_tokenizer
-
     if (out / "tokenizer.json").is_file():
         return load_tokenizer(out)
     if cfg.init_from:
@@ -160,12 +158,9 @@ def resume(run: Run, log) -> None:
 def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) -> Run:
     """Everything before the first step: the output folder, tokenizer, data, model and optimiser,
     the checkpoint to resume from and, for distillation, the teacher's answers."""
-    from .corpus import load_plays
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.data == "tasks":
-        from ..tasks import TaskData, char_tokenizer
         tokenizer, corpus = char_tokenizer(), None
         tokenizer.save_pretrained(out)
     else:
@@ -263,8 +258,6 @@ def save_checkpoint(run: Run) -> None:
 
 def finish(run: Run) -> Path:
     """The final model (safetensors + config; the tokenizer is there already) and training.json."""
-    from .corpus import HELDOUT
-
     record = {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1), "device": run.device.type,
               "loss_history": run.history, **({"heldout_plays": HELDOUT} if run.cfg.data == "plays" else {})}
     return save_model(run.model.cpu(), run.out, record)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..tasks import TASKS
+from ..tasks.layouts import row_length, structure
 from .losses import EPS
 
 DATA = ("plays", "tasks")
@@ -136,8 +138,6 @@ class TrainConfig:
             raise ValueError(f"attn_anneal must be at most steps ({self.steps}), got {self.attn_anneal}")
 
     def _check_tasks(self) -> None:
-        from ..tasks import TASKS
-        from ..tasks.layouts import row_length, structure
         names = [t for t, _ in self.tasks] if all(isinstance(t, (tuple, list)) and len(t) == 2
                                                   for t in self.tasks) else None
         if not names or any(t not in TASKS for t in names):

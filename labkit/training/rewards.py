@@ -22,6 +22,7 @@ import random
 from ..controls import contains_word
 from ..tasks import TASKS, Item, addition, is_heldout, mirror, reversal, sudoku
 from ..tasks.data import TASK_SEED, sudoku_puzzle
+from .prompts import has_opening, opening, speeches
 
 REWARD_TASKS = (*TASKS, "keywords")
 
@@ -92,8 +93,6 @@ def _sudoku_question(rng: random.Random, clues: tuple[int, int]) -> Item:
 def _openings(split: str) -> list[str]:
     """Every speech opening of a split's plays ("SPEAKER:\\nfirst line\\n"), the form the text
     benchmarks prompt with."""
-    from .prompts import has_opening, opening, speeches
-
     return [opening(s) for s in speeches(split) if has_opening(s)]
 
 
