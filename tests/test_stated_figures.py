@@ -14,11 +14,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from doc_common import ROOT  # the checkout; benchmarks/ on sys.path for the docs tool, docgen
+from docgen.benchmarks_md import steering_table
 from notebook_cells import code_cell, output
 
 from labkit.eval.intervals import overlap
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -472,8 +473,6 @@ def test_edited_notebooks_are_valid_and_keep_their_outputs(name):
 
 
 def test_the_steering_table_in_docs_is_notebook_06s_stored_output_and_its_prose_holds():
-    from labkit.bench.steering import table as steering_table
-
     nb = notebook("06_controls.ipynb")
     saved = result("steering.json")                            # `labkit bench steering`
     table = steering_table(saved)

@@ -1,6 +1,7 @@
-"""docs/benchmarks.md's generated tables: the samplers through lm-evaluation-harness (from
-benchmarks/results/lm_eval.json) and where make test's time goes (from test_times.json, which
-benchmarks/test_times.py sums from a pytest log), with the figures from before issue 33 beside it."""
+"""docs/benchmarks.md's generated tables, from benchmarks/results/: soft steering (steering.json; notebook
+06 prints it too), the samplers through lm-evaluation-harness (lm_eval.json) and where make test's time
+goes (test_times.json, which benchmarks/test_times.py sums from a pytest log), with the figures from
+before issue 33 beside it."""
 from __future__ import annotations
 
 import json
@@ -26,6 +27,19 @@ def lm_eval_table(result: dict) -> str:
     return markdown_table(["model", "rule", "word F1", "exact match", "TPF", "seconds"],
                           [(r["model"], r["label"], f"{r['word_f1']:.3f}", f"{r['exact_match']:.3f}", f"{r['tpf']:.2f}",
                             f"{r['seconds']:.1f}") for r in result["rows"]])
+
+
+def steering_row(name: str, r: dict) -> str:
+    """One setting of steering.json as a row: hits, topic words per sample, gen-PPL [95% CI], distinct-2."""
+    ci = "" if "gen_ppl_ci95" not in r else " [{:.1f}, {:.1f}]".format(*r["gen_ppl_ci95"])
+    return (f"| {name} | {r['hits']}/{r['samples']} | {r['topic_words_per_sample']:.2f} | {r['gen_ppl']:.1f}{ci} | "
+            f"{r['distinct_2']:.2f} |")
+
+
+def steering_table(r: dict) -> str:
+    """Soft steering, every setting (`labkit bench steering`; notebook 06 prints it too)."""
+    return "\n".join(["| setting | samples with a topic word | topic words per sample | gen-PPL [95% CI] | distinct-2 |",
+                      "|---|---|---|---|---|", *(steering_row(name, v) for name, v in r["rows"].items())])
 
 
 def times_tables(r: dict, top: int = 10) -> str:
@@ -69,4 +83,5 @@ def write_test_times(r: dict, doc: Path = BENCHMARKS_DOC) -> Path:
 def write(results: Path = RESULTS, doc: Path = BENCHMARKS_DOC) -> Path:
     """Every generated table of docs/benchmarks.md from the committed results."""
     replace_table(lm_eval_table(json.loads((results / "lm_eval.json").read_text())), doc)
+    replace_table(steering_table(json.loads((results / "steering.json").read_text())), doc)
     return write_test_times(json.loads((results / "test_times.json").read_text()), doc)

@@ -6,7 +6,8 @@ low-confidence remasking at temperature 1.0, top-p 0.9, blocks of 32, 64 steps) 
 unsteered, `Topic(("crown", "king", "blood"), strength)` at 2, 4 and 8, and classifier-free
 guidance at `cfg_scale` 1 and 2. Per setting: samples holding a topic word (as a word of its own),
 topic words per sample, gen-PPL under the AR twin (unrounded) and the mean distinct-2 of the
-answers' tokens. About 2 min on 2 cores.
+answers' tokens. About 2 min on 2 cores. The markdown table of these rows (docs/benchmarks.md,
+notebook 06) is written by benchmarks/docgen.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..decode import generate
 from ..eval.intervals import ppl_interval
 from ..eval.metrics import distinct_n, gen_nats, ppl_of, words
 from ..models.load import load
-from .common import metadata
+from .common import Column, format_table, metadata
 
 MODEL, AR_MODEL = "tiny", "tiny-ar"
 PROMPT = "MACBETH:\nWhat news, my lord?\n"
@@ -55,14 +56,12 @@ def bench_steering(model: str = MODEL, ar_model: str = AR_MODEL, log=None) -> di
             "seed": SEED, **KNOBS, "rows": rows, "meta": metadata(lm)}
 
 
-def row(name: str, r: dict) -> str:
-    """One markdown row, as notebook 06 and docs/benchmarks.md show it."""
-    ci = "" if "gen_ppl_ci95" not in r else " [{:.1f}, {:.1f}]".format(*r["gen_ppl_ci95"])
-    return (f"| {name} | {r['hits']}/{r['samples']} | {r['topic_words_per_sample']:.2f} | {r['gen_ppl']:.1f}{ci} | "
-            f"{r['distinct_2']:.2f} |")
-
-
 def table(r: dict) -> str:
-    """The markdown table of every setting."""
-    return "\n".join(["| setting | samples with a topic word | topic words per sample | gen-PPL [95% CI] | distinct-2 |",
-                      "|---|---|---|---|---|", *(row(name, v) for name, v in r["rows"].items())])
+    """Every setting's figures as text: what `labkit bench steering` prints (docs/benchmarks.md and
+    notebook 06 show them as a markdown table, benchmarks/docgen/benchmarks_md.steering_table)."""
+    cols = [Column("setting", 18, align="<"), Column("topic hits", 11), Column("words/sample", 13),
+            Column("gen-PPL", 9, ".1f"), Column("95% CI", 20), Column("distinct-2", 11, ".2f")]
+    rows = [(name, f"{v['hits']}/{v['samples']}", f"{v['topic_words_per_sample']:.2f}", v["gen_ppl"],
+             "[{:.1f}, {:.1f}]".format(*v["gen_ppl_ci95"]) if "gen_ppl_ci95" in v else "-", v["distinct_2"])
+            for name, v in r["rows"].items()]
+    return format_table(cols, rows, f"== {r['model']}, {r['samples']} samples, topic {', '.join(r['topic'])}")

@@ -247,8 +247,11 @@ lk.viz.heatmap(combo.trace, cap, kind="state")
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from labkit.bench import steering
+import sys
+
 from labkit.eval.metrics import distinct_n, words
+sys.path.insert(0, "../benchmarks")      # benchmarks/docgen writes the saved table into docs/benchmarks.md
+from docgen.benchmarks_md import steering_table
 TOPIC = ("crown", "king", "blood")
 prompts = [PROMPT] * 2                                   # live: 2 samples (the saved table: 8)
 settings = [("Topic strength 4", {}, [lk.Topic(TOPIC, strength=4)])]
@@ -261,7 +264,7 @@ for name, loop, controls in settings:
     print(f"| {name} | {hits}/{len(prompts)} | {per_sample:.2f} | {gen_ppl(ar, prompts, o.texts):.1f} | {d2:.2f} |")
 saved = json.loads((pathlib.Path("..") / "benchmarks" / "results" / "steering.json").read_text())
 print(f"\nsaved, {saved['samples']} samples:")
-print(steering.table(saved))
+print(steering_table(saved))
 
 # %% [markdown]
 # 在保存的表中（每个 gen-PPL 后面附有在这 8 个样本上自助法得到的 95% 区间），较小的强度（2）能以很小的 gen-PPL
