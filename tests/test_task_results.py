@@ -174,3 +174,16 @@ def test_the_prose_of_docs_models_says_what_tasks_json_shows(result):
     assert acc("facts", "low-confidence", "reversal", "backward_reversed") > 0.5
     assert "both the masked model (in every order) and the AR twin are exact" in section
     assert all(acc("add", label, "addition") == 1 for label in (*bench.ONE_PER_STEP, bench.AR_LABEL))
+
+
+def test_labkit_bench_task_seeds_trains_only_the_missing_seed_runs(tmp_path, monkeypatch):
+    from labkit.cli import bench_training
+
+    done = tmp_path / "tiny-sudoku-seed1"
+    done.mkdir()
+    (done / "training.json").write_text("{}")
+    trained = []
+    monkeypatch.setattr(bench_training, "train", lambda cfg, run, **kw: trained.append((run.name, cfg.seed)))
+    assert bench_training.train_task_seeds(tmp_path) == [tmp_path / n for n in ("tiny-sudoku-ar-seed1", "tiny-sudoku-seed2",
+                                                                                 "tiny-sudoku-ar-seed2")]
+    assert trained == [("tiny-sudoku-ar-seed1", 1), ("tiny-sudoku-seed2", 2), ("tiny-sudoku-ar-seed2", 2)]

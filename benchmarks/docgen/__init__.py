@@ -6,10 +6,13 @@ markdown tables, the targets the issues set and the literature figures the docs 
     python benchmarks/make_blocks_section.py # one section (make_rl_section.py, make_models_section.py)
 
 - `markdown`: tables and the writers that put a section or a table into a doc;
-- `targets`: each issue's targets, and whether the results meet them (blocks, RL);
-- `blocks`, `rl`, `tasks`: docs/models.md's sections;
-- `benchmarks_md`: docs/benchmarks.md's generated tables (lm-eval, test times).
+- `targets`: the block and RL benchmarks' targets, whether the results meet them, and the
+  literature figures beside them (the task models' targets stay in labkit.bench.task_tables: the
+  model cards state them);
+- `blocks`, `rl`, `tasks`: docs/models.md's sections, `models_md` their writers;
+- `benchmarks_md`: docs/benchmarks.md's generated tables (soft steering, lm-eval, test times).
 
-The tests that read the docs back (tests/test_*_results.py, tests/test_test_times.py) import from
-here, so a section here and the committed doc cannot drift apart.
+The tests that read the docs back (tests/test_*_results.py, test_benchmarks_doc.py, test_test_times.py,
+test_stated_figures.py) import from here through tests/doc_common.py, so a section here and the
+committed doc cannot drift apart; notebooks 06, 11 and 13 print their tables from here too.
 """

@@ -28,14 +28,17 @@ def train_rl_runs(log=None, **folders) -> list[Path]:
     return trained
 
 
-def train_task_seeds(folder: str | Path = tasks.SEED_RUNS, seeds=tasks.SEEDS, log=None) -> None:
+def train_task_seeds(folder: str | Path = tasks.SEED_RUNS, seeds=tasks.SEEDS, log=None) -> list[Path]:
     """The Sudoku pair at its full recipe with each seed but 0 (the committed pair), into
-    folder/<model>-seed<k> (train resumes a run, and a finished one stays as it is)."""
-    for seed in seeds:
+    folder/<model>-seed<k>, where no finished run is (train resumes a stopped one): the folders trained."""
+    trained = []
+    for seed in (s for s in seeds if s):
         for name in tasks.PAIRS["sudoku"][:2]:
-            if seed:
-                train(dataclasses.replace(RECIPES[name], seed=seed), Path(folder) / f"{name}-seed{seed}",
-                      progress=False, log=_quiet_log(log))
+            run = Path(folder) / f"{name}-seed{seed}"
+            if not (run / "training.json").is_file():
+                train(dataclasses.replace(RECIPES[name], seed=seed), run, progress=False, log=_quiet_log(log))
+                trained.append(run)
+    return trained
 
 
 def no_noise(p) -> None:
