@@ -33,7 +33,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'labkit' has no attribute {name!r}")
 
 
-__all__ = ["Accel", "Autoregressive", "Ban", "cache", "defaults", "DLM", "DecodeState", "DraftEdit", "EntropyBound",
-           "Infill", "Keywords", "LowConfidence", "Pin", "ReNoise", "Threshold", "Topic", "Output", "StepRecord", "Trace",
-           "generate", "load", "profile", "set_threads", "stream", "toy", "viz", "widgets"]
+__all__ = ["Accel", "Autoregressive", "Ban", "DLM", "DecodeState", "DraftEdit", "EntropyBound", "Infill", "Keywords",
+           "LowConfidence", "Output", "Pin", "ReNoise", "StepRecord", "Threshold", "Topic", "Trace", "cache",
+           "defaults", "generate", "load", "profile", "set_threads", "stream", "toy", "viz", "widgets"]
 __version__ = "0.1.0"

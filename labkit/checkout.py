@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["NoCheckout", "find", "is_checkout", "root"]
+__all__ = ["HOW", "NoCheckout", "find", "is_checkout", "root"]
 
-PROJECT = re.compile(r'^name\s*=\s*"labkit"\s*$', re.M)        # pyproject.toml's [project] name
+_PROJECT = re.compile(r'^name\s*=\s*"labkit"\s*$', re.M)        # pyproject.toml's [project] name
 HOW = ("clone the lab's repository and run this from inside the clone (`pip install -e .` there "
        "makes it the default wherever you run)")
 
@@ -30,7 +30,7 @@ class NoCheckout(FileNotFoundError):
 def is_checkout(folder: Path) -> bool:
     """A folder is the lab's checkout when it holds notebooks/ and a pyproject.toml naming labkit."""
     project = folder / "pyproject.toml"
-    return (folder / "notebooks").is_dir() and project.is_file() and bool(PROJECT.search(project.read_text()))
+    return (folder / "notebooks").is_dir() and project.is_file() and bool(_PROJECT.search(project.read_text()))
 
 
 def find(start: str | Path | None = None) -> Path | None:

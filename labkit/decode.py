@@ -403,7 +403,7 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
         if stop:
             raise ValueError("stop: a model whose canvas starts from uniform noise runs its own generate(), "
                              "which has no stop strings")
-        from .recorded import generate_uniform
+        from .recorded import generate_uniform  # the published families and transformers: DiffusionGemma only
         return generate_uniform(lm, prompt, sampler, on_step=on_step, on_start=on_start, gen_length=gen_length,
                                 block_length=block_length, steps=steps, cfg_scale=cfg_scale,
                                 eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda, generator=generator,

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from .decode import generate
 from .models.handle import Denoiser
 
 WHAT = ("timings", "shapes", "activations")
@@ -135,8 +136,6 @@ def peak_memory(device: str | torch.device = "cpu"):
 def profile_generate(lm: Denoiser, prompt, path, sampler=None, **settings) -> Path:
     """Run generate() under torch.profiler and write a chrome trace to `path`. The loop marks its
     parts with record_function spans: labkit.forward, labkit.controls, labkit.rule, labkit.record."""
-    from .decode import generate
-
     acts = [torch.profiler.ProfilerActivity.CPU]
     if lm.device.type == "cuda":
         acts.append(torch.profiler.ProfilerActivity.CUDA)

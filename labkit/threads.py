@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+import torch
+
 ENV = "LABKIT_THREADS"
 _chosen: int | None = None            # set by set_threads(); wins over everything else
 
@@ -48,8 +50,6 @@ def wanted() -> int | None:
 
 def apply() -> int:
     """Set torch's intra-op threads to `wanted()`; returns the number in force."""
-    import torch
-
     n = wanted()
     if n is not None and torch.get_num_threads() != n:
         torch.set_num_threads(n)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..checkout import root
 
-__all__ = ["COURSES", "ROUTE", "SESSIONS", "Stop", "course_stops", "notebook", "notebooks", "pieces", "session_stops",
-           "shown_pieces", "stop_pieces"]
+__all__ = ["COURSES", "ROUTE", "SESSIONS", "STOP_HEADING", "Stop", "course_stops", "notebook", "notebooks", "pieces",
+           "session_stops", "shown_pieces", "stop_pieces"]
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from ..checkout import root as checkout_root
 from .route import COURSES, ROUTE, SESSIONS, course_stops, notebook, session_stops, stop_pieces
 from .vendor import fetch
 
-__all__ = ["MAX_CODE_LINES", "MAX_LINES", "MAX_ROWS", "MAX_WORDS", "build", "code_slides", "export",
-           "markdown_slides", "session_notebook", "split_lines", "split_list", "split_paragraph", "split_table",
-           "stop_parts", "units"]
+__all__ = ["CJK", "HEIGHT", "LIVE", "MAX_CODE_LINES", "MAX_LINES", "MAX_ROWS", "MAX_WORDS", "SENTENCE", "SEPARATOR",
+           "TABLE_ROW", "TEMPLATE", "WIDE", "WIDTH", "build", "code_slides", "export", "markdown_slides",
+           "session_notebook", "split_lines", "split_list", "split_paragraph", "split_table", "stop_parts", "units"]
 
 MAX_ROWS = 8                # table rows a slide holds
 MAX_LINES = 10              # lines of printed output a slide holds

@@ -21,14 +21,20 @@ lm-eval's own command line).
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import lm_eval.models  # noqa: F401  (lm-eval's own model names, registered lazily, stay available beside ours)
 import torch
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
+from lm_eval.utils import simple_parse_args_string
 
+from ..decode import generate
+from ..models.formats import fit
+from ..models.load import load
 from ..samplers import registry
+from ..serve.schemas import render_chat
 from .likelihood import answer_log_likelihood, ar_log_likelihood, check_mc_num
 
 TASKS_DIR = Path(__file__).parent / "lm_eval_tasks"       # --include_path for the shipped tasks
@@ -96,8 +102,6 @@ class LabkitLM(LM):
                  max_gen_toks=64, block_length=None, steps=None, mc_num=32, batch_size=8, seed=0,
                  cfg_scale=0.0, penalty_lambda=0.0, **rule_knobs):
         super().__init__()
-        from ..models.load import load
-
         a = parse_model_args(dict(model=model, sampler=sampler, device=device, dtype=dtype,
                                   trust_remote_code=trust_remote_code, max_gen_toks=max_gen_toks,
                                   block_length=block_length, steps=steps, mc_num=mc_num, batch_size=batch_size,
@@ -122,8 +126,6 @@ class LabkitLM(LM):
 
     @classmethod
     def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
-        from lm_eval.utils import simple_parse_args_string
-
         args = simple_parse_args_string(arg_string) if arg_string else {}
         return cls.create_from_arg_obj(args, additional_config)
 
@@ -137,7 +139,6 @@ class LabkitLM(LM):
             extra.pop("batch_size")
         device = str(extra.get("device", "cpu"))
         if device.startswith("cuda") and not torch.cuda.is_available() and "device" not in arg_dict:
-            import sys
             print(f"labkit: lm-eval's device {device!r} is not available here; running on cpu "
                   "(pass device=... in --model_args to choose)", file=sys.stderr)
             extra.pop("device")
@@ -149,7 +150,6 @@ class LabkitLM(LM):
         return str(self.lm.name).replace("/", "__")
 
     def apply_chat_template(self, chat_history, add_generation_prompt: bool = True) -> str:
-        from ..serve.schemas import render_chat
         return render_chat(self.lm, [dict(m) for m in chat_history])
 
     def rule(self, gen_kwargs: dict):
@@ -177,7 +177,6 @@ class LabkitLM(LM):
     def _fit(self, context: str, gen_length: int) -> str:
         """The context, cut from the left so that it and the canvas fit the model's context; a task
         model's question (labkit.models.formats) is laid out by the loop in its own layout, whole."""
-        from ..models.formats import fit
         if self.lm.max_length is None or fit(self.lm, [context]) is not None:
             return context
         ids = self.lm.encode(context)
@@ -188,8 +187,6 @@ class LabkitLM(LM):
         return context if len(ids) <= room else self.lm.decode(ids[-room:], skip_special=False)
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        from ..decode import generate
-
         groups: dict[tuple, list[int]] = {}
         for i, req in enumerate(requests):
             context, kw = req.args

@@ -20,6 +20,9 @@ import json
 import random
 from pathlib import Path
 
+from ..tasks import heldout, reversal
+from ..training.corpus import SPEECH_BREAK, load_plays
+
 FOLDER = Path(__file__).parent / "lm_eval_tasks"
 LINE_END_ITEMS = 300
 COMPLETE_ITEMS = 200
@@ -29,8 +32,6 @@ CHOICES = 4
 
 def _speeches() -> list[tuple[str, str, list[str]]]:
     """(play, speaker, lines) of every held-out speech, in order."""
-    from ..training.corpus import SPEECH_BREAK, load_plays
-
     out = []
     for play, text in load_plays("heldout").items():
         for speech in text.strip().split(SPEECH_BREAK):
@@ -79,8 +80,6 @@ def shakespeare_complete(n: int = COMPLETE_ITEMS, seed: int = 0) -> list[dict]:
 
 
 def puzzles(task: str, group: str = "", n: int = PUZZLE_ITEMS) -> list[dict]:
-    from ..tasks import heldout
-
     items = [it for it in heldout(task) if it.infill is None and (not group or it.group == group)]
     return [{"context": it.prompt, "target": it.answer, "group": it.group} for it in items[:n]]
 
@@ -89,8 +88,6 @@ def reversal_infill(n: int = PUZZLE_ITEMS) -> list[dict]:
     """The backward questions as an infill of the trained layout, typed as a masked task model reads
     them (`____>B`, solved in place): the answer is the whole fact `A>B` (only a model that fills a
     gap around given text can answer; a left-to-right model cannot)."""
-    from ..tasks import heldout, reversal
-
     items = [it for it in heldout("reversal") if it.group == "backward_infill"][:n]
     out = []
     for it in items:
@@ -102,8 +99,6 @@ def reversal_infill(n: int = PUZZLE_ITEMS) -> list[dict]:
 def mirror_choice(n: int = PUZZLE_ITEMS, seed: int = 0) -> list[dict]:
     """Held-out mirror questions as multiple choice: the true answer among three near misses (two
     letters swapped, one letter changed, the letters not reversed)."""
-    from ..tasks import heldout
-
     rng = random.Random(f"mirror-choice-{seed}")
     rows = []
     for it in heldout("mirror")[:n]:

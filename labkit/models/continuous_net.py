@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from .tiny_net import Block, TinyDLMConfig, rope_tables
@@ -115,8 +116,6 @@ class ContinuousDenoiser(nn.Module):
     # --- save / load: model.safetensors + config.json ---------------------------------------
     def save(self, folder: str | Path, tokenizer=None) -> Path:
         """Write config.json and model.safetensors (and the tokenizer, when given) into `folder`."""
-        from safetensors.torch import save_file
-
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "config.json").write_text(json.dumps({"model_type": MODEL_TYPE, **asdict(self.config)}, indent=1))
@@ -129,8 +128,6 @@ class ContinuousDenoiser(nn.Module):
     @classmethod
     def load(cls, folder: str | Path) -> "ContinuousDenoiser":
         """The model saved in `folder` by `save`, in eval mode."""
-        from safetensors.torch import load_file
-
         folder = Path(folder)
         if not (folder / "config.json").is_file() or not (folder / "model.safetensors").is_file():
             raise FileNotFoundError(f"{folder} has no config.json + model.safetensors of a continuous model")

@@ -8,11 +8,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 
 from .. import threads
 from .formats import PromptFormat
 from .handle import DLM, Denoiser
 
+# transformers, and what imports it (tiny_net, tokenizer, families), is imported inside the functions
+# that load a model: `import labkit` stays without it (tiny_net's transformers classes take about 2 s
+# more to import), and the first load brings it.
 EMBEDDED = {name: name for name in (                   # name → folder under labkit/weights/
     "tiny", "tiny-ar", "tiny-cap",                                                   # Shakespeare
     "tiny-sudoku", "tiny-sudoku-ar", "tiny-sudoku-ar-solver",                        # labkit.tasks
@@ -88,7 +92,7 @@ def check_device_map(device_map):
     else:
         raise ValueError(f"device_map must be 'auto' or a dict {{module name: device}}, got {device_map!r}")
     try:
-        import accelerate  # noqa: F401
+        import accelerate  # noqa: F401  (the gpu extra: checked for here, not required)
     except ImportError:
         raise ValueError('device_map needs the accelerate package: pip install "labkit[gpu]" (or accelerate)') from None
     return device_map
@@ -135,7 +139,7 @@ def _to(lm: DLM, device, dtype) -> DLM:
 def _quiet_loading():
     """No 'Loading weights' progress bar and no warnings from transformers' loaders (its tokenizer
     loader warns about every model type it does not know); the user's settings are restored."""
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # transformers: see EMBEDDED
 
     was_on, level = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
     hf_logging.disable_progress_bar()
@@ -149,9 +153,7 @@ def _quiet_loading():
 
 
 def _load_tiny(path: Path, name: str) -> DLM:
-    from safetensors import SafetensorError
-
-    from .tiny_net import TinyDLM, register
+    from .tiny_net import TinyDLM, register  # transformers: see EMBEDDED
     from .tokenizer import load_tokenizer
 
     register()
@@ -188,7 +190,7 @@ def _config(name: str, path: Path) -> tuple[dict, str]:
             return json.loads((path / "config.json").read_text()), str(path)
         except ValueError as e:
             raise ValueError(f"{path / 'config.json'} is corrupt: {e}") from None
-    from transformers.utils import cached_file
+    from transformers.utils import cached_file  # transformers: see EMBEDDED
 
     try:
         file = cached_file(name, "config.json")
@@ -199,7 +201,7 @@ def _config(name: str, path: Path) -> tuple[dict, str]:
 
 
 def _tokenizer(source: str, path: Path, trust_remote_code: bool):
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # transformers: see EMBEDDED
 
     if path.is_dir() and not any((path / f).is_file() for f in TOKENIZER_FILES):
         raise ValueError(f"model folder {path} has no tokenizer files (one of {', '.join(TOKENIZER_FILES)}): "
@@ -262,7 +264,7 @@ def config_ids(cfg: dict, key: str) -> list[int]:
 def _load_transformers(name: str, path: Path, source: str, cfg: dict, trust_remote_code: bool, dtype,
                        device) -> DLM:
     """A checkpoint in a published format, through its family (models.families)."""
-    from .families import FamilyError, detect
+    from .families import FamilyError, detect  # transformers: see EMBEDDED
 
     family = detect(cfg)
     tok = family.tokenizer(source, trust_remote_code) or _tokenizer(source, path, trust_remote_code)
@@ -287,7 +289,7 @@ def _load_transformers(name: str, path: Path, source: str, cfg: dict, trust_remo
 def _remote_code_error(name: str, family, e: Exception) -> ValueError:
     """One line for a checkpoint whose own modeling code (trust_remote_code) fails under this
     transformers: most were written for transformers 4.x."""
-    import transformers
+    import transformers  # see EMBEDDED
 
     from .families import FAMILIES
 
@@ -315,7 +317,7 @@ def _check_vocabulary(lm: DLM, cfg: dict) -> None:
 def toy(seed: int = 0, causal: bool = False) -> DLM:
     """A randomly initialised 2-layer model with the embedded tokenizer: for tests that need a
     working denoiser but no trained weights."""
-    from .tiny_net import TinyDLM, TinyDLMConfig
+    from .tiny_net import TinyDLM, TinyDLMConfig  # transformers: see EMBEDDED
     from .tokenizer import load_tokenizer
 
     tok = load_tokenizer(weights_dir() / "tiny")

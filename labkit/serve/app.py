@@ -19,9 +19,11 @@ answer, and the server in a thread; the settings are labkit.serve.config's Serve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -45,8 +47,6 @@ DRAIN_FACTOR = 4        # a body over the limit is read (and dropped) up to this
 def create_app(lm, model_id: str, *, api_key: str | None = None, max_batch: int = 16, queue_size: int = 256,
                timeout: float = 120.0, max_body: int = MAX_BODY, batch_wait: float = 0.01) -> FastAPI:
     """The app; its scheduler (app.state.scheduler) starts and stops with the server."""
-    import contextlib
-
     cfg = ServeConfig(model_id=model_id, api_key=api_key or None, max_batch=max_batch, queue_size=queue_size,
                       timeout=timeout, max_body=max_body, batch_wait=batch_wait)
     scheduler = Scheduler(lm, max_batch=max_batch, queue_size=queue_size, timeout=timeout, batch_wait=batch_wait)
@@ -278,9 +278,7 @@ class Running:
 
 def run_in_thread(app: FastAPI, host: str = "127.0.0.1", port: int = 0, ready_timeout: float = 60.0) -> Running:
     """Serve `app` with uvicorn in a daemon thread (port 0: a free port) and wait until it listens."""
-    import threading
-
-    import uvicorn
+    import uvicorn  # only to run the app: create_app and its tests need fastapi alone
 
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name="labkit-serve-http", daemon=True)

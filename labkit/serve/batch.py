@@ -42,6 +42,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
+from ..decode import generate
+from ..prompts import chat_text
+
 
 @dataclass(frozen=True)
 class Record:
@@ -175,8 +180,6 @@ def run(records: list[Record], input_failures: list[Failure], backend, out_path,
     batch_size at a time; see the module docstring. Returns the counts."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    from tqdm import tqdm
-
     errors_path = errors_path or default_errors_path(out_path)
     log = log or (lambda m: tqdm.write(m, file=sys.stderr))
     sink = Sink(out_path, errors_path)
@@ -250,8 +253,6 @@ class LocalBackend:
                           eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda, cfg_scale=cfg_scale)
 
     def prepare(self, record: Record) -> str:
-        from ..decode import chat_text
-
         if record.messages is not None:
             text = chat_text(self.lm, record.messages)
         elif self.chat:
@@ -264,8 +265,6 @@ class LocalBackend:
         return text
 
     def run(self, texts: list[str]) -> list[dict]:
-        from ..decode import generate
-
         out = generate(self.lm, texts, self.sampler, **self.knobs)
         stops = set(self.lm.stop_ids)
         P = out.trace.prompt_len

@@ -44,8 +44,10 @@ import numbers
 from dataclasses import dataclass
 
 from .. import defaults
+from ..controls import Keywords
 from ..decode import check_knobs
 from ..prompts import chat_text
+from ..samplers import knobs as kn  # `knobs` is this module's function below
 from ..samplers import registry
 from ..samplers.knobs import KnobError
 from .answers import answer, final_text, find_stop, held_back, tokens_for  # noqa: F401  (how an answer ends)
@@ -150,7 +152,6 @@ class Knobs:
                     cfg_scale=self.cfg_scale, penalty_lambda=self.penalty_lambda)
 
     def controls(self) -> tuple:
-        from ..controls import Keywords
         return (Keywords(list(self.keywords)),) if self.keywords else ()
 
 
@@ -296,8 +297,6 @@ def _block(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[int, i
 def knobs(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[Knobs, int]:
     """The loop's knobs from a body and the answer limit: (Knobs, gen_length). Every knob is read
     through its description (labkit.samplers.knobs); a refusal names the knob (KnobError.param)."""
-    from ..samplers import knobs as kn
-
     name = _sampler(lm, body)
     block, gen_length = _block(lm, body, max_tokens, longest_prompt)
     temperature = _get_knob(body, kn.TEMPERATURE, defaults.TEMPERATURE)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import html
+import io
 
 import numpy as np
 
@@ -99,9 +100,7 @@ def _cell_text(trace, lm: Denoiser, row, final_only=False, escape=True) -> np.nd
 def png_figure():
     """A matplotlib Figure class that renders itself in a notebook: a pyplot-free Figure has no
     display hook of its own, and a bare one shows as `<Figure size ...>`."""
-    import io
-
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # matplotlib on the first figure: the text views need none
 
     class PngFigure(Figure):
         def _repr_png_(self) -> bytes:

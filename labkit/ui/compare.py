@@ -22,7 +22,7 @@ class Compare:
                  right: str = "speed", gen_length: int = 64, block_length: int = 32, steps: int = 64,
                  seed: int = 0, left_knobs: dict | None = None, right_knobs: dict | None = None,
                  run: bool = True):
-        import ipywidgets as w
+        import ipywidgets as w  # the lab's extra: only when a Compare is built
         self.lm = lm
         choices = registry.names_for(lm.kind)
         for side, name in (("left", left), ("right", right)):
@@ -96,5 +96,5 @@ class Compare:
         self.scrubber.label.value = f"step {self.step} · steps taken: left {lens['left']}, right {lens['right']}"
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import display  # the lab's extra (with ipywidgets)
         display(self.widget)

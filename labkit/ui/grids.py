@@ -81,7 +81,7 @@ def commit_grid(trace, lm: Denoiser, columns: int, row: int = 0, cells: int | No
     """Matplotlib figure: the first `cells` answer positions (default all) laid out `columns` wide
     (a Sudoku's 6 × 6), each coloured by the step it was committed at and labelled with its final
     token: the order a puzzle was solved in."""
-    import matplotlib as mpl
+    import matplotlib as mpl  # matplotlib on the first figure: the text views need none
     check_trace(trace, row)
     if not isinstance(columns, int) or columns < 1:
         raise ValueError(f"columns must be a positive integer, got {columns!r}")

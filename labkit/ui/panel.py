@@ -66,7 +66,7 @@ def preset_knobs(preset: str) -> dict:
 
 def knob_widget(knob, value, **sl):
     """The widget of one described knob: a slider over its panel range, a menu of its choices."""
-    import ipywidgets as w
+    import ipywidgets as w  # the lab's extra: the panel's knob tables import without it
 
     tip = dict(description_tooltip=f"{knob.help} ({knob.allowed()})")
     if knob.kind is str:
@@ -84,7 +84,7 @@ class _Knobs:
     (`rule()`). Choosing another rule in the menu puts its own defaults on the knobs it reads."""
 
     def _knobs(self, lm: Denoiser, sampler: str, gen_length, block_length, steps, temperature, given: dict) -> None:
-        import ipywidgets as w
+        import ipywidgets as w  # the lab's extra: the panel's knob tables import without it
 
         from ..samplers import knobs as kn
         sl = dict(continuous_update=False, style={"description_width": "110px"}, layout=w.Layout(width="330px"))
@@ -245,7 +245,7 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
 
     # --- building ------------------------------------------------------------------------------
     def _controls(self, prompt: str, choices, sampler: str, keywords: str, seed: int) -> None:
-        import ipywidgets as w
+        import ipywidgets as w  # the lab's extra: the panel's knob tables import without it
         style = {"description_width": "110px"}
         self.model = w.Dropdown(options=self.models.names, value=self.lm.name, description="model", style=style)
         self.model_chosen = False       # set when the user picks a model; presets then keep it
@@ -262,7 +262,7 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         self.progress = w.HTML()
 
     def _outputs(self) -> None:
-        import ipywidgets as w
+        import ipywidgets as w  # the lab's extra: the panel's knob tables import without it
         self.scrubber = Scrubber(self.show_step)
         self.grid, self.stats, self.message, self.note = w.HTML(), w.HTML(), w.HTML(), w.HTML()
         self.heatmaps = w.Output()
@@ -276,7 +276,7 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         self._switching = False
 
     def _wire(self) -> None:
-        import ipywidgets as w
+        import ipywidgets as w  # the lab's extra: the panel's knob tables import without it
         self.generate_button.on_click(lambda _: self._press())
         for label, button in self.presets.items():
             button.on_click(lambda _, label=label: self.start(lambda: self.apply_preset(label)))
@@ -366,5 +366,5 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         return out
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from IPython.display import display  # the lab's extra (with ipywidgets)
         display(self.widget)

@@ -72,7 +72,7 @@ class Scrubber:
     """Play + step slider. jslink keeps them in step in the browser; link does it in Python."""
 
     def __init__(self, on_step):
-        import ipywidgets as w
+        import ipywidgets as w  # the lab's extra: only when a scrubber is built
         self.slider = w.IntSlider(0, min=0, max=0, description="step", continuous_update=True,
                                   layout=w.Layout(width="420px"))
         self.play = w.Play(0, min=0, max=0, interval=250, description="play")

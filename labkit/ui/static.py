@@ -15,7 +15,12 @@ import base64
 import io
 import re
 
+import matplotlib as mpl
 import numpy as np
+import plotly.io as pio
+from matplotlib.colors import LinearSegmentedColormap, to_rgba
+from matplotlib.figure import Figure
+from plotly.io._base_renderers import PlotlyRenderer
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 RENDERER = "labkit"             # plotly renderer name: plotly's mimetype JSON plus image/png
@@ -37,7 +42,6 @@ def _array(v) -> np.ndarray:
 
 def _color(c):
     """A plotly colour ("#abc", "rgb(1,2,3)", "rgba(...)", a name) as matplotlib RGBA."""
-    from matplotlib.colors import to_rgba
     m = re.fullmatch(r"\s*rgba?\(([^)]*)\)\s*", str(c))
     if m:
         parts = [float(p) for p in m.group(1).split(",")]
@@ -46,8 +50,6 @@ def _color(c):
 
 
 def _cmap(scale):
-    import matplotlib as mpl
-    from matplotlib.colors import LinearSegmentedColormap
     if isinstance(scale, str) or scale is None:
         return mpl.colormaps.get((scale or "viridis").lower(), mpl.colormaps["viridis"]).with_extremes(bad="white")
     stops = [(float(v), _color(c)) for v, c in scale]
@@ -140,8 +142,6 @@ def _shapes(layout: dict, panels: dict) -> None:
 def figure_png(fig_dict: dict, dpi: int = DPI) -> bytes:
     """PNG bytes of a plotly figure (as a dict: `fig.to_dict()` or its JSON), drawn with matplotlib
     from its data. A trace kind without a drawing here is named on the image instead of drawn."""
-    from matplotlib.figure import Figure
-
     layout = fig_dict.get("layout") or {}
     width, height = layout.get("width") or 900, layout.get("height") or 450
     fig = Figure(figsize=(width / 100, height / 100))
@@ -169,9 +169,6 @@ def figure_png(fig_dict: dict, dpi: int = DPI) -> bytes:
 
 def register() -> str:
     """Register the "labkit" plotly renderer (plotly's mimetype JSON plus image/png) and return its name."""
-    import plotly.io as pio
-    from plotly.io._base_renderers import PlotlyRenderer
-
     class WithPng(PlotlyRenderer):
         def to_mimebundle(self, fig_dict):
             bundle = super().to_mimebundle(fig_dict)

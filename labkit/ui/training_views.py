@@ -54,7 +54,7 @@ class LiveLoss:
         return loss_figure(self.history, self.smooth, self.title)
 
     def draw(self) -> None:
-        from IPython.display import display
+        from IPython.display import display  # IPython comes with the lab's extra: only a live view needs it
         fig = self.figure()
         if self._handle is None:
             self._handle = display(fig, display_id=True)

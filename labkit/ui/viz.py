@@ -50,13 +50,16 @@ from .cells import (
 )
 from .grids import canvas_grid, commit_grid, stats_table, token_grid, token_grid_steps
 
+# plotly and matplotlib (and static.py, which needs both) are imported by the functions that draw, so
+# lk.viz and `labkit generate` import without them: a figure brings them.
+
 
 def notebook_mode() -> None:
     """Show plotly figures through JupyterLab's plotly mime renderer (no 4 MB of inlined plotly.js
     per notebook), each with a static PNG twin in the same output (labkit.ui.static), so GitHub,
     nbviewer and a printout show it too; in JupyterLab the interactive figure replaces the PNG when
     the pointer enters it. Call it once in a notebook's first cell."""
-    import plotly.io as pio
+    import plotly.io as pio  # on first use: see the note above
 
     from .static import register
     pio.renderers.default = register()
@@ -103,7 +106,7 @@ def heatmap(trace, lm=None, kind: str = "state", row: int = 0):
     "confidence": confidence of each token where it was written, in [0, 1];
     "commit_step": one row, each position coloured by the step it was committed at;
     "edits": token→token edits per step. Hover shows the token strings when `lm` is given."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # on first use: see the note above
     _check_kind(kind)
     check_trace(trace, row)
     z = _matrix(trace, kind, row)                                 # (S, N) or (1, N)
@@ -144,7 +147,7 @@ def step_slider(trace, lm: Denoiser, row: int = 0, cols: int = 16):
     """plotly Figure with one frame per step and a slider (plus Play/Pause) that works without a
     kernel. Each frame draws the canvas after that step, wrapped `cols` positions per line,
     coloured by state, with the token text in the cells."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # on first use: see the note above
     check_trace(trace, row)
     state = _state(trace, row)                                    # (S, N)
     text = _cell_text(trace, lm, row)                             # (S, N)
@@ -194,7 +197,7 @@ def step_slider(trace, lm: Denoiser, row: int = 0, cols: int = 16):
 def heatmap_matplotlib(trace, lm=None, kind: str = "state", row: int = 0, ax=None):
     """Static matplotlib version of `heatmap`; draws on `ax` when given (its figure is returned),
     else on a new pyplot-free figure that a notebook shows as a PNG."""
-    import matplotlib as mpl
+    import matplotlib as mpl  # on first use: see the note above
     from matplotlib.colors import BoundaryNorm, ListedColormap
     _check_kind(kind)
     check_trace(trace, row)
@@ -241,7 +244,7 @@ def continuous_heatmap(trace, lm=None, value: str = "distance", row: int = 0):
     by `value`: "distance", from x0_hat to its nearest embedding (trace.meta["distance"]), or
     "probability", the nearest token's softmax probability (the record's confidence). Hover shows
     the nearest token at that step when `lm` (a DLM or a continuous.Vocabulary) is given."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # on first use: see the note above
     if value not in CONTINUOUS_VALUES:
         raise ValueError(f"value must be one of {CONTINUOUS_VALUES}, got {value!r}")
     check_trace(trace, row)

@@ -9,7 +9,7 @@ HERE = Path(__file__).parent
 
 def load(name: str, **_) -> dict:
     """{"test": the rows of HERE / name.jsonl} as a datasets.Dataset."""
-    import datasets
+    import datasets  # lm-eval's own dependency: only lm-eval calls this, the metric below needs it not
 
     rows = [json.loads(line) for line in (HERE / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
     return {"test": datasets.Dataset.from_list(rows)}

@@ -3,11 +3,14 @@ one device or several, and the one checkpoint reader of labkit's native families
 from __future__ import annotations
 
 import json
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import ClassVar
 
 import torch
+from safetensors import safe_open
 from torch import Tensor
+from transformers.utils import cached_file
 
 
 class FamilyError(ValueError):
@@ -18,8 +21,6 @@ def config_fields(cls, config: dict, family: str) -> dict:
     """The config.json values of dataclass `cls`'s fields: rope keys also read from a re-saved
     transformers-5 `rope_parameters`; any rope scaling but the default refused; a field without a
     default that the config lacks is a FamilyError naming it."""
-    from dataclasses import MISSING, fields
-
     kw = {f.name: config[f.name] for f in fields(cls) if config.get(f.name) is not None}
     rope = config.get("rope_parameters") or {}
     for key in ("rope_theta", "partial_rotary_factor"):
@@ -101,7 +102,7 @@ def plan(net: torch.nn.Module, device, dtype: torch.dtype | None, no_split: tupl
     if not isinstance(device, (str, dict)):
         return (lambda name: device), None
     if device == "auto":
-        from accelerate import infer_auto_device_map
+        from accelerate import infer_auto_device_map  # the gpu extra: only for device_map='auto'
 
         device = infer_auto_device_map(net, no_split_module_classes=list(no_split), dtype=dtype or torch.bfloat16)
         if "disk" in device.values():
@@ -133,7 +134,7 @@ def dispatch(net: torch.nn.Module, device_map: dict | None) -> torch.nn.Module:
     """Hooks that move each module's inputs to its device (accelerate; one device: nothing to add)."""
     if device_map is None:
         return net
-    from accelerate import dispatch_model
+    from accelerate import dispatch_model  # the gpu extra: only with several devices
 
     return dispatch_model(net, device_map={k: str(v) for k, v in device_map.items()})
 
@@ -173,8 +174,6 @@ def checkpoint_file(path, name: str) -> Path | None:
     """File `name` of a local checkpoint folder, or of a hub id in the local cache; None when it has none."""
     if Path(path).is_dir():
         return Path(path, name) if Path(path, name).is_file() else None
-    from transformers.utils import cached_file
-
     found = cached_file(str(path), name, _raise_exceptions_for_missing_entries=False)
     return Path(found) if found else None
 
@@ -201,8 +200,6 @@ def shard_files(path, family: str) -> list[Path]:
 def tensor_shapes(files: list[Path], family: str, path) -> dict[str, tuple[Path, tuple[int, ...]]]:
     """name → (its file, its shape), from the files' headers alone (no tensor is read); a name held by two
     files is refused."""
-    from safetensors import safe_open
-
     found: dict[str, tuple[Path, tuple[int, ...]]] = {}
     for file in files:
         with safe_open(str(file), framework="pt") as f:
@@ -238,8 +235,6 @@ def read_tensors(found: dict[str, tuple[Path, tuple[int, ...]]], where, dtype: t
     """Each tensor of `found` (name → (file, shape)) read on its own by safe_open straight onto its device
     where(name), floating ones cast to `dtype` (None: the checkpoint's; names ending in `fp32`: float32).
     The dict holds the tensors the network then takes over (load_state_dict(assign=True)): no second copy."""
-    from safetensors import safe_open
-
     groups: dict[tuple[Path, torch.device], list[str]] = {}
     for name, (file, _) in found.items():
         groups.setdefault((file, torch.device(where(name))), []).append(name)

@@ -12,7 +12,10 @@ the model's own `generate()` instead and records it as a labkit Trace: the secon
 from __future__ import annotations
 
 import torch
+import transformers
 from torch import Tensor
+from transformers import DynamicCache
+from transformers.models.auto import modeling_auto
 
 from .base import Family, FamilyError, transformers_placement
 
@@ -31,10 +34,7 @@ class DiffusionGemma(Family):
     def build(self, path, config, *, dtype, device, trust_remote_code):
         """The class transformers' own auto mapping gives `diffusion_gemma` (DiffusionGemmaForBlockDiffusion: the
         encoder-decoder plus its LM head and generate()). No remote code."""
-        import transformers
-        from transformers.models.auto import modeling_auto as auto
-
-        cls_name = auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.get(self.model_type)
+        cls_name = modeling_auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.get(self.model_type)
         cls = getattr(transformers, cls_name or "", None)
         if cls is None or not hasattr(cls, "generate"):
             raise FamilyError(f"this transformers ({transformers.__version__}) has no DiffusionGemma model with a "
@@ -56,8 +56,6 @@ class DiffusionGemma(Family):
     def forward(self, net, x: Tensor, attention_mask: Tensor | None) -> Tensor:
         """x (B, L) → logits (B, L, V): one decoder pass over x as a canvas after a one-token context (BOS),
         without self-conditioning (the first denoising step's view). Used for checks, not for decoding."""
-        from transformers import DynamicCache
-
         b, n = x.shape
         text = net.config.get_text_config()
         first = text.bos_token_id if text.bos_token_id is not None else (text.pad_token_id or 0)

@@ -13,6 +13,7 @@ import json
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from transformers import Qwen2Tokenizer
 
 from ..kv_cache import window_kv
 from .base import Family, FamilyError, checkpoint_file, fill
@@ -168,7 +169,6 @@ class Dream(Family):
         config = checkpoint_file(source, "tokenizer_config.json")
         if trust_remote_code or not config or json.loads(config.read_text()).get("tokenizer_class") != "DreamTokenizer":
             return None
-        from transformers import Qwen2Tokenizer
         return Qwen2Tokenizer.from_pretrained(source)
 
     def forward(self, net, x, attention_mask):

@@ -10,15 +10,15 @@ import inspect
 
 import torch
 from torch import Tensor
+from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+from transformers.models.auto import modeling_auto
 
 from .base import Family, FamilyError, transformers_placement
 
 
 def _mapping(kind: str) -> dict:
-    from transformers.models.auto import modeling_auto as auto
-
-    return (auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES if kind == "masked"
-            else auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    return (modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES if kind == "masked"
+            else modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
 class _Transformers(Family):
@@ -26,8 +26,6 @@ class _Transformers(Family):
         return config.get("model_type") in _mapping(self.kind)
 
     def build(self, path, config, *, dtype, device, trust_remote_code):
-        from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
-
         auto = AutoModelForMaskedLM if self.kind == "masked" else AutoModelForCausalLM
         placed = transformers_placement(device)
         net, info = auto.from_pretrained(path, dtype=dtype, trust_remote_code=trust_remote_code,
