@@ -76,7 +76,7 @@ def _lm_eval(a) -> int:
     """lm-eval's own command line with the labkit model registered (lm-eval has no plugin entry
     point for models); `--include_path labkit` stands for the shipped tasks' folder."""
     try:
-        from lm_eval.__main__ import cli_evaluate
+        from lm_eval.__main__ import cli_evaluate  # the eval extra
     except ImportError:
         raise ValueError('labkit lm-eval needs lm-evaluation-harness: pip install "labkit[eval]"') from None
     from ..eval import harness  # imports lm_eval, the eval extra

@@ -71,7 +71,7 @@ def base_url(host: str, port: int) -> str:
 def run(a) -> int:
     check(a)
     try:
-        import fastapi  # noqa: F401
+        import fastapi  # noqa: F401  (the serve extra: checked for here, for its one-line error)
         import uvicorn
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(f'labkit serve needs fastapi and uvicorn ({e}): pip install "labkit[serve]"') \

@@ -21,6 +21,9 @@ The task models, one pair (masked model, AR twin) per task family, and the quest
 
 `layouts` also holds each layout's rows and the structure tables its positions know.
 """
+import json
+
+from ..models.load import model_folder
 from .data import (
     HELDOUT_ITEMS,
     REVERSAL_MODES,
@@ -41,10 +44,6 @@ from .tokenizer import char_tokenizer
 def model_tasks(name: str) -> tuple[str, ...]:
     """The tasks a model name or folder was trained on (its training.json), read without loading
     it; () for a model that is not a task model."""
-    import json
-
-    from ..models.load import model_folder
-
     record = model_folder(name) / "training.json"
     try:
         cfg = json.loads(record.read_text())["config"]

@@ -20,6 +20,7 @@ from ..controls import Keywords
 from ..models.formats import formats_of
 from ..models.handle import Denoiser
 from ..models.load import EMBEDDED, load
+from ..samplers import knobs as kn  # `knobs`: the keyword arguments of make_rule below
 from ..samplers import registry
 from ..tasks import answer_length, example_prompt, is_task_model, model_tasks
 from .panel_run import Drawing, Running
@@ -86,7 +87,6 @@ class _Knobs:
     def _knobs(self, lm: Denoiser, sampler: str, gen_length, block_length, steps, temperature, given: dict) -> None:
         import ipywidgets as w  # the lab's extra: the panel's knob tables import without it
 
-        from ..samplers import knobs as kn
         sl = dict(continuous_update=False, style={"description_width": "110px"}, layout=w.Layout(width="330px"))
         longest = min(MAX_GEN_LENGTH, lm.max_length - PROMPT_ROOM) if lm.max_length else MAX_GEN_LENGTH
         longest = max([longest, *(f.answer for f in formats_of(lm))])   # a task model: its answers fit
