@@ -1,5 +1,8 @@
 """labkit.checkout: the lab's clone found from the package or the current directory; without one,
 the commands that read it say so and how to get it, and the others do not need it."""
+import re
+from pathlib import Path
+
 import pytest
 
 from labkit import checkout
@@ -58,3 +61,28 @@ def test_the_commands_that_read_the_checkout_fail_in_one_line_without_it(install
     err = capsys.readouterr().err
     assert err.startswith(f"labkit {argv[0]}: error: ") and "needs the lab's checkout" in err and "Traceback" not in err
     assert not (installed / "copies").exists()
+
+
+def _reaches(path, line: str):
+    """The folder a `Path(__file__)...` expression on `line` of module `path` climbs to (None if it climbs not)."""
+    m = re.search(r"Path\(__file__\)(?:\.resolve\(\))?((?:\.parent\b)*)(?:\.parents\[(\d+)\])?", line)
+    if m is None:
+        return None
+    up = m.group(1).count(".parent") + (int(m.group(2)) + 1 if m.group(2) else 0)
+    return path.parents[up - 1] if up else path
+
+
+def test_no_module_but_checkout_reads_above_the_package():
+    """Package data is read inside the package (a non-editable install has nothing above it); the
+    checkout only through labkit.checkout."""
+    pkg = Path(checkout.__file__).resolve().parent
+    climbs = {}
+    for path in sorted(pkg.rglob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            reached = _reaches(path, line)
+            if reached is not None:
+                climbs[f"{path.relative_to(pkg)}:{n}"] = reached
+    assert len(climbs) >= 4, climbs                          # the weights, the lm-eval tasks, checkout's own
+    above = [where for where, reached in climbs.items() if not reached.is_relative_to(pkg)]
+    assert above == [], f"these read the checkout by climbing from __file__: use labkit.checkout.root: {above}"
+    assert _reaches(pkg / "cli" / "common.py", 'X = Path(__file__).resolve().parents[2] / "benchmarks"') == pkg.parent
