@@ -204,4 +204,4 @@ def observe(lm: Denoiser, names, what: str = "timings"):
             h.remove()
 
 
-__all__ = ["Observation", "StepTimer", "observe", "peak_memory", "profile_generate"]
+__all__ = ["Observation", "StepTimer", "WHAT", "observe", "peak_memory", "profile_generate"]

@@ -266,4 +266,4 @@ class LabkitLM(LM):
                 "tpf": round(sum(r["tokens"] for r in self.decode_log) / max(nfe, 1), 3)}
 
 
-__all__ = ["LOOP_ARGS", "LabkitLM", "TASKS_DIR", "cut_at_stop", "parse_model_args"]
+__all__ = ["LOOP_ARGS", "LabkitLM", "MODEL_ARGS", "TASKS_DIR", "cut_at_stop", "parse_model_args"]

@@ -139,4 +139,4 @@ class ContinuousDenoiser(nn.Module):
         return model.eval()
 
 
-__all__ = ["ContinuousConfig", "ContinuousDenoiser", "MODEL_TYPE", "time_embedding"]
+__all__ = ["ContinuousConfig", "ContinuousDenoiser", "MODEL_TYPE", "TIME_SCALE", "time_embedding"]
