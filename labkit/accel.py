@@ -85,4 +85,4 @@ def compiled(lm: Denoiser, mode: str = "default", backend: str = "inductor") -> 
     return Compiled(lm, mode, backend)
 
 
-__all__ = ["Accel", "COMPILE_MODES", "Compiled", "check_accel", "compiled"]
+__all__ = ["COMPILE_MODES", "SYNCS", "TRACES", "Accel", "check_accel", "Compiled", "compiled"]

@@ -259,6 +259,46 @@ def test_no_module_is_longer_than_450_lines():
     assert not long, f"split these where their code's seams are: {long}"
 
 
+def _defined(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """A module's public top-level names it defines (def, class, assignment), and every name it binds."""
+    public, bound = set(), set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            targets = [e for t in node.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            continue
+        else:
+            continue
+        bound |= set(names)
+        public |= {n for n in names if not n.startswith("_")}
+    return public, bound
+
+
+def test_every_all_names_each_public_name_its_module_defines_and_nothing_it_lacks():
+    """A module that declares __all__ lists there every public function, class and constant it
+    defines (re-exports may be added), and nothing it does not bind."""
+    wrong = []
+    for path in sorted(PKG.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        decl = next((n for n in tree.body if isinstance(n, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)), None)
+        if decl is None:
+            continue
+        listed = {e.value for e in decl.value.elts}
+        public, bound = _defined(tree)
+        if missing := public - listed - {"__all__"}:
+            wrong.append(f"{path.relative_to(PKG)}: not in __all__: {sorted(missing)}")
+        if (unknown := listed - bound) and "__getattr__" not in bound:    # a module __getattr__ binds on first use
+            wrong.append(f"{path.relative_to(PKG)}: __all__ names what it lacks: {sorted(unknown)}")
+    assert not wrong, wrong
+
+
 def test_no_function_is_longer_than_a_screen():
     long = []
     for path in sorted(PKG.rglob("*.py")):

@@ -90,4 +90,4 @@ def eos_stop(model: str = MODEL, log=None) -> dict:
     return result
 
 
-__all__ = ["LENGTHS", "MODEL", "cache_speed", "closing_prompts", "eos_stop"]
+__all__ = ["LENGTHS", "MODEL", "STOP_CANVAS", "cache_speed", "closing_prompts", "eos_stop"]

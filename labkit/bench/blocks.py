@@ -182,4 +182,6 @@ def likelihood_table(r: dict) -> str:
                                     f"{lk['windows']} held-out windows given token 0")
 
 
-__all__ = ["AR_MODEL", "CURVES", "PARTS", "bench_blocks", "curves", "find_model", "likelihood", "likelihood_table", "quality"]
+__all__ = ["AR_MODEL", "CURVE_MC_NUM", "CURVES", "EDIT_MODELS", "FRONTIER_MODELS", "KNOBS", "LIKELIHOOD_MODELS",
+           "MC_NUM", "PARTS", "QUALITY_MODELS", "THRESHOLDS", "WINDOWS", "bench_blocks", "bits_row", "curves",
+           "find_model", "likelihood", "likelihood_table", "quality", "quality_row"]

@@ -109,4 +109,4 @@ def table(r: dict) -> str:
     return format_table(cols, rows, title)
 
 
-__all__ = ["MC_NUMS", "WINDOWS", "bench_likelihood", "model_rows", "pick_windows", "table"]
+__all__ = ["ESTIMATOR", "MC_NUMS", "WINDOWS", "bench_likelihood", "model_rows", "pick_windows", "table"]

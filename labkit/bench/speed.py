@@ -242,4 +242,6 @@ def bench_cache(lm, ar, *, n_prompts: int = 8, repeats: int = 3, gen_length: int
     return result
 
 
-__all__ = ["bench_batch", "bench_cache", "bench_length", "bench_overhead", "long_prompts", "sweep_figure"]
+__all__ = ["BATCH_PROMPTS", "LENGTH_BLOCKS", "LENGTH_RUNS", "LONG_PROMPT_TOKENS", "NO_CONTEXT_LIMIT", "PROMPT",
+           "bench_batch", "bench_cache", "bench_length", "bench_overhead", "long_prompts", "sweep_figure",
+           "with_context"]

@@ -72,4 +72,4 @@ def _snapshots(recipe: str, runs, n: int | None, log) -> list[dict]:
     return points
 
 
-__all__ = ["CONTROL", "CONVERTED", "RULES", "step_zero", "sudoku_conversion"]
+__all__ = ["CONFIDENCE", "CONTROL", "CONVERTED", "RULES", "SCRATCH", "TWIN", "step_zero", "sudoku_conversion"]

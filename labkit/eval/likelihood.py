@@ -227,6 +227,6 @@ def predicted_bits(lm, windows: torch.Tensor, mc_num: int = 16, batch: int = 32,
             "mc_num": mc_num, "per_window": per_window}
 
 
-__all__ = ["Estimate", "answer_log_likelihood", "ar_bits", "block_draws", "predicted_bits", "ar_log_likelihood",
-           "check_mc_num", "elbo_bits",
-           "masked_draws", "mean_variance", "require_kind", "stratified_counts"]
+__all__ = ["LN2", "answer_log_likelihood", "ar_bits", "ar_log_likelihood", "block_draws", "check_mc_num",
+           "elbo_bits", "Estimate", "masked_draws", "mean_variance", "predicted_bits", "require_kind",
+           "stratified_counts"]

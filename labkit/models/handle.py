@@ -155,4 +155,4 @@ def model_block(lm: Denoiser) -> int:
     return int(getattr(config, "block_size", 0) or 0)
 
 
-__all__ = ["DLM", "Denoiser", "KINDS", "Wrapper", "model_block"]
+__all__ = ["DLM", "KINDS", "TINY_MODEL_TYPE", "Denoiser", "model_block", "Wrapper"]

@@ -272,4 +272,4 @@ class CausalCache(Wrapper):
         return self._logits[:, :n]
 
 
-__all__ = ["BlockCache", "COMPILE_MODES", "CausalCache", "DualCache", "PrefixCache"]
+__all__ = ["COMPILE_MODES", "BlockCache", "cache_pass", "CausalCache", "DualCache", "PrefixCache", "window_kv"]

@@ -171,6 +171,6 @@ def _entry(name) -> Entry:
     return RULES[name]
 
 
-__all__ = ["DEFAULT_TOP_P", "NAMES", "PRESETS", "RULES", "Entry", "KnobError", "all_knobs", "budgeted", "check_given",
-           "default_rule", "defaults", "knobs", "names", "names_for", "readers", "resolve", "rule", "rule_knobs",
-           "sampling"]
+__all__ = ["DEFAULT_TOP_P", "NAMES", "PRESETS", "RULES", "SAMPLING_NAMES", "all_knobs", "budgeted", "check_given",
+           "default_rule", "defaults", "Entry", "KnobError", "knobs", "names", "names_for", "readers", "resolve",
+           "rule", "rule_knobs", "sampling"]

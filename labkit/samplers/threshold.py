@@ -139,4 +139,4 @@ class EntropyBound(Rule):
         return commit_record(state, candidates, confidence, committed)
 
 
-__all__ = ["EntropyBound", "Threshold", "score_block"]
+__all__ = ["FACTOR_RULES", "SCORE_RANGE", "EntropyBound", "score_block", "Threshold"]

@@ -301,6 +301,7 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     return finish(run)
 
 
-__all__ = ["RECIPES", "Run", "TrainConfig", "build_model", "distill_loss", "distill_rows", "finish", "init_folder",
-           "load_or_make_tokenizer", "lr_at", "make_optimizer", "resume", "save_checkpoint", "setup", "snapshot", "step_loss",
-           "task_loss", "train", "train_step"]
+__all__ = ["ADAM_BETAS", "CHECKPOINT", "HISTORY_EVERY", "LOSS_EMA_NEW", "RECIPES", "build_model", "distill_loss",
+           "distill_rows", "finish", "init_folder", "load_or_make_tokenizer", "lr_at", "make_optimizer", "resume",
+           "Run", "save_checkpoint", "setup", "snapshot", "step_loss", "task_loss", "train", "train_step",
+           "TrainConfig"]

@@ -94,4 +94,4 @@ def _by_count(u: torch.Tensor, count: torch.Tensor, where: torch.Tensor, block: 
     return masked, weight
 
 
-__all__ = ["EPS", "Noised", "mask_tokens", "stratified_counts", "stratified_t", "uniform"]
+__all__ = ["CPU", "EPS", "mask_tokens", "Noised", "stratified_counts", "stratified_t", "uniform"]

@@ -360,8 +360,8 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
     return finish_rl(run)
 
 
-__all__ = ["CHECKPOINT", "Draw", "PolicyLogp", "RLConfig", "RLRun", "RL_RECIPES", "Rollouts", "SURROGATES",
-           "clipped_objective", "decode_knobs", "draw", "estimate", "evaluate_policy", "finish_rl",
-           "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits", "policy_update",
-           "rl_step", "rollout", "rollout_rule", "same_config", "save_rl_checkpoint", "setup_rl", "step_questions", "train_rl",
-           "free_length"]
+__all__ = ["ADV_EPS", "CHECKPOINT", "RL_RECIPES", "SURROGATES", "clipped_objective", "decode_knobs", "Draw", "draw",
+           "estimate", "evaluate_policy", "finish_rl", "free_length", "gradient_noise", "group_advantages",
+           "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits", "policy_update", "PolicyLogp", "rl_step",
+           "RLConfig", "RLRun", "rollout", "rollout_rule", "Rollouts", "same_config", "save_rl_checkpoint",
+           "setup_rl", "step_questions", "train_rl"]

@@ -82,4 +82,5 @@ def schedule(name: str) -> Schedule:
     return Schedule(name)
 
 
-__all__ = ["SCHEDULES", "Schedule", "cosine", "linear", "log_linear", "schedule"]
+__all__ = ["BETA_MAX", "BETA_MIN", "COSINE_S", "LOG_LINEAR_EPS", "SCHEDULES", "cosine", "linear", "log_linear",
+           "schedule", "Schedule"]

@@ -245,5 +245,6 @@ def train_continuous_scratch(cfg: ScratchConfig | None = None, **kwargs) -> Scra
     return train_scratch(replace(cfg or ScratchConfig(objective="continuous"), objective="continuous"), **kwargs)
 
 
-__all__ = ["DEFAULT_SCHEDULE", "OBJECTIVES", "ScratchConfig", "ScratchResult", "build", "lr_at", "step_loss",
-           "train_continuous_scratch", "train_masked_scratch", "train_scratch"]
+__all__ = ["DEFAULT_SCHEDULE", "OBJECTIVES", "SAMPLE_LENGTH", "SAMPLE_PROMPT", "SAMPLE_TEMPERATURE", "build",
+           "lr_at", "ScratchConfig", "ScratchResult", "step_loss", "train_continuous_scratch",
+           "train_masked_scratch", "train_scratch", "training_data"]

@@ -199,4 +199,4 @@ class LLaDA(Family):
 
 LLADA = LLaDA()
 
-__all__ = ["LLADA", "LLaDA", "LLaDANet", "Shape"]
+__all__ = ["FIXED", "LLADA", "MOE_KEYS", "Block", "LLaDA", "LLaDANet", "RMSNorm", "rotate", "Shape"]

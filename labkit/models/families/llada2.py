@@ -331,4 +331,6 @@ class LLaDA2(Family):
 
 LLADA2 = LLaDA2()
 
-__all__ = ["LLADA2", "LLaDA2", "LLaDA2Config", "LLaDA2Net", "block_causal_mask"]
+__all__ = ["DEFAULT_BLOCK_SIZE", "LLADA2", "MASK_TOKEN", "MLP", "apply_rotary", "Attention", "Backbone",
+           "block_causal_mask", "DecoderLayer", "Gate", "LLaDA2", "LLaDA2Config", "LLaDA2Net", "MoE", "RMSNorm",
+           "rotary"]

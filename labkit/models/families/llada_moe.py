@@ -339,4 +339,5 @@ class LLaDAMoE(Family):
 
 LLADA_MOE = LLaDAMoE()
 
-__all__ = ["LLADA_MOE", "LLaDAMoE", "LLaDAMoEConfig", "LLaDAMoENet", "parameter_count"]
+__all__ = ["ARCHS", "LLADA_MOE", "MOE_KEYS", "PUBLISHED", "PUBLISHED_PARAMETERS", "Attention", "Backbone",
+           "DecoderLayer", "LLaDAMoE", "LLaDAMoEConfig", "LLaDAMoENet", "MoE", "parameter_count"]
