@@ -130,6 +130,7 @@ install-block:
 	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(MODEL)/'+f, 'labkit/weights/$(MODEL)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
 	$(BIN)/python -c "from labkit.bench.storage import store_16bit; print(store_16bit('labkit/weights/$(MODEL)'))"
 	$(BIN)/labkit eval --model $(MODEL) --card
+	$(BIN)/python -m benchmarks.docgen cards $(MODEL)
 
 bench-blocks: install
 	$(BIN)/labkit bench blocks --out benchmarks/results
@@ -139,6 +140,7 @@ define install_model
 	mkdir -p labkit/weights/$(1)
 	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(1)/'+f, 'labkit/weights/$(1)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
 	$(BIN)/labkit eval --model $(1) --card
+	$(BIN)/python -m benchmarks.docgen cards $(1)
 endef
 
 # The task models, one pair per task family (labkit.tasks): the masked models (then the Sudoku twin that

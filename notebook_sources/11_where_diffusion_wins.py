@@ -441,8 +441,8 @@ for seed in seeds["seeds"]:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from labkit.bench.task_card import sizes_mb
-for row in tables.targets(result, seeds, sizes_mb()):
+from docgen.targets import task_targets
+for row in task_targets(result, seeds, tables.sizes_mb()):
     print(f"{'met ' if row['met'] else 'MISS'}  {row['target']:<92} {row['measured']}"
           + (f"  ({row['note']})" if row["note"] else ""))
 

@@ -146,9 +146,12 @@ def test_the_card_of_a_converted_block_model(tmp_path):
     import dataclasses
     import json
 
+    import doc_common  # noqa: F401  (benchmarks/ on sys.path: the cards are written by benchmarks/docgen)
+    from docgen.cards import card
+
     from labkit.models.load import weights_dir
     from labkit.models.tokenizer import load_tokenizer
-    from labkit.training.card import write_card
+    from labkit.training.card import save_eval
     from labkit.training.loop import build_model
     tok = load_tokenizer(weights_dir() / "tiny")
     cfg = dataclasses.replace(RECIPES["tiny-block4-from-ar"], init_from="")
@@ -159,7 +162,8 @@ def test_the_card_of_a_converted_block_model(tmp_path):
     (tmp_path / "training.json").write_text(json.dumps({"config": {**dataclasses.asdict(cfg), "init_from": "tiny-ar"},
                                                         "train_seconds": 60.0, "device": "cpu", "stored": stored,
                                                         "heldout_plays": ["macbeth"]}))
-    text = write_card(str(tmp_path), {"elbo_bits_per_token": 5.7, "elbo_estimator": "block ELBO"}).read_text()
+    save_eval(str(tmp_path), {"elbo_bits_per_token": 5.7, "elbo_estimator": "block ELBO"})
+    text = card(str(tmp_path))
     assert "Block diffusion (LLaDA2.x, BD3-LM): block-causal attention over blocks of 4" in text
     assert "blocks of 1, 2, 4 ... up to 4 over the first 120 steps" in text
     assert "Initialised from the causal `tiny-ar`" in text and "elbo_bits_per_token: the block ELBO." in text

@@ -165,7 +165,8 @@ def test_trajectories_refuse_a_cache_decoded_otherwise(toy, tmp_path):
 
 
 def test_the_card_names_the_distillation_mix():
-    from labkit.training.card import _extras
+    import doc_common  # noqa: F401  (benchmarks/ on sys.path: the cards are written by benchmarks/docgen)
+    from docgen.cards import _extras
     cfg = dict(init_from="tiny", distill=512, distill_temperature=0.0, cap_weight=0.5)
     assert not any("training-play text instead" in line for line in _extras(cfg))
     text = " ".join(_extras({**cfg, "distill_mix": 0.25}))

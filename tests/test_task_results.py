@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from doc_common import MODELS_DOC
 from docgen import tasks as section
+from docgen.targets import MAX_MB, task_targets
 
 from labkit.bench import task_tables as tables
 from labkit.bench import tasks as bench
-from labkit.bench.task_card import markdown_targets, sizes_mb
 from labkit.tasks import HELDOUT_ITEMS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def test_docs_models_holds_the_section_the_script_writes(result, seeds):
 def test_docs_models_shows_the_committed_tables(result, seeds):
     docs = (ROOT / "docs" / "models.md").read_text()
     for table in (*(section.markdown_pair(result, p) for p in bench.PAIRS), section.markdown_seeds(seeds),
-                  markdown_targets(tables.targets(result, seeds, sizes_mb()))):
+                  section.markdown_targets(task_targets(result, seeds, tables.sizes_mb()))):
         assert table in docs, "docs/models.md: python benchmarks/make_models_section.py"
 
 
@@ -68,7 +68,7 @@ def test_each_card_states_its_models_committed_row_and_size(result, model):
         s = tables.accuracy(result, pair, label, task)
         row = re.search(rf"^\| {task} \| (\d+) \| ([\d.]+)% \|", card, re.M)
         assert row and int(row.group(1)) == s["n"] and row.group(2) == f"{100 * s['accuracy']:.1f}", (model, task)
-    assert f"({sizes_mb()[model]:.2f} MB)" in card and sizes_mb()[model] <= tables.MAX_MB
+    assert f"({tables.sizes_mb()[model]:.2f} MB)" in card and tables.sizes_mb()[model] <= MAX_MB
 
 
 def test_the_seed_runs_are_the_full_recipe_of_the_sudoku_pair(seeds):
@@ -122,7 +122,7 @@ def test_the_targets_computed_from_a_hand_built_result():
             "reversal": s(0.5, groups={"forward": 0.96, "backward_infill": 0.90, "backward_reversed": 0.0}),
             "mirror": s(1.0, 10.0 if lab.startswith("threshold") else 1.0)}} for lab in labels]},
     }}
-    rows = tables.targets(result, None, {"tiny-sudoku": 0.8, "tiny-x": 5.5})
+    rows = task_targets(result, None, {"tiny-sudoku": 0.8, "tiny-x": 5.5})
 
     def row(prefix):
         (r,) = [r for r in rows if r["target"].startswith(prefix)]

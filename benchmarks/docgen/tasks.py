@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 
 import labkit as lk
-from labkit.bench.task_card import markdown_targets, sizes_mb
-from labkit.bench.task_tables import REVERSAL_MODES, SUDOKU_LEVELS, pct, seed_rows, targets
+from labkit.bench.task_tables import REVERSAL_MODES, SUDOKU_LEVELS, pct, seed_rows, sizes_mb
 from labkit.models.load import model_folder
 
 from .markdown import markdown_table
+from .targets import task_targets
 
 HEADING = "## Where diffusion wins"      # the section runs from this heading to the next section
 MODELS = ("tiny-sudoku", "tiny-sudoku-ar", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar")
@@ -61,6 +61,13 @@ def markdown_pair(result: dict, pair: str) -> str:
         s = result["pairs"][pair]["runs"][0]["tasks"]["addition"]
         head = ["rule", "exact [95% interval]", *sorted(s["groups"], key=lambda g: int(g.split()[-1])), "TPF"]
     return markdown_table(head, rows)
+
+
+def markdown_targets(rows: list[dict]) -> str:
+    """The task targets' rows (targets.task_targets) as a table: this section shows all of them,
+    each model's card its pair's."""
+    return markdown_table(["target", "measured", "met", "by how much, or why"],
+                          [(r["target"], r["measured"], "yes" if r["met"] else "no", r["note"] or "—") for r in rows])
 
 
 def markdown_seeds(seeds: dict) -> str:
@@ -145,10 +152,10 @@ What the tables say, and what they do not:
 
 {seeds_part(seeds)}
 
-The targets the task models were trained for, against what they reached (`labkit.bench.task_tables.targets`;
-each model's card shows its pair's rows and notebook 11 all of them):
+The targets the task models were trained for, against what they reached (`task_targets` in
+benchmarks/docgen/targets.py; each model's card shows its pair's rows and notebook 11 all of them):
 
-{markdown_targets(targets(r, seeds, sizes_mb()))}
+{markdown_targets(task_targets(r, seeds, sizes_mb()))}
 
 """
 

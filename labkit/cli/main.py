@@ -15,16 +15,21 @@ import json
 import sys
 import time
 
-from ..bench.task_card import write_task_card
 from ..eval.evaluate import evaluate
 from ..eval.exact import evaluate_tasks
 from ..samplers import registry
 from ..tasks import TASKS, is_task_model, model_tasks
-from ..training.card import write_card
+from ..training.card import save_eval
 from ..training.loop import RECIPES, train
 from . import bench, doctor, generate, jobs, rl, serve, slides, student
 from .common import load_model, model_args
 from .generate import rule_args, sampler_from_flags
+
+
+def _save_card_figures(model: str, result: dict) -> None:
+    """--card: the figures stored as eval.json in the model's folder; benchmarks/docgen writes the card."""
+    path = save_eval(model, result)
+    print(f"figures stored in {path}; the card from them: python -m benchmarks.docgen cards {model}", file=sys.stderr)
 
 
 def _eval(a) -> int:
@@ -35,7 +40,7 @@ def _eval(a) -> int:
     result = evaluate(lm, seed=a.seed)
     result["eval_seconds"] = round(time.perf_counter() - t0, 1)
     if a.card:
-        print(f"model card written to {write_card(a.model, result)}", file=sys.stderr)
+        _save_card_figures(a.model, result)
     if a.json:
         print(json.dumps(result))
     else:
@@ -60,7 +65,7 @@ def _eval_tasks(a) -> int:
     result = evaluate_tasks(lm, rule, tasks=tasks, n=a.n, seed=a.seed)
     result["eval_seconds"] = round(time.perf_counter() - t0, 1)
     if a.card:
-        print(f"model card written to {write_task_card(a.model, result)}", file=sys.stderr)
+        _save_card_figures(a.model, result)
     if a.json:
         print(json.dumps(result))
         return 0
@@ -110,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     model_args(e)
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--json", action="store_true", help="print one JSON object")
-    e.add_argument("--card", action="store_true", help="write the figures into the model card")
+    e.add_argument("--card", action="store_true", help="store the figures as eval.json in the model's folder, for its card "
+                   "(python -m benchmarks.docgen cards NAME writes README.md from it)")
     e.add_argument("--tasks", help="the task suite instead of the held-out plays: all, or some of "
                    "sudoku,addition,reversal,mirror (default for a task model: the tasks it was trained on)")
     e.add_argument("--n", type=int, help="--tasks: held-out items per task (default: all 600)")

