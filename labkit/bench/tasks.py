@@ -9,8 +9,8 @@ one JSON.
 `RULES` is the matrix: the orders of one-token-per-step decoding (random, left to right, right to
 left, low-confidence, margin, entropy), the parallel rules (threshold at three values, factor) and
 the rules that also edit (S and Q mode; on Sudoku, whose masked model learned to repair a cell,
-two more draft-and-edit threshold pairs). The tables and targets read from the JSON are in
-`labkit.bench.task_tables`.
+two more draft-and-edit threshold pairs). The tables read from the JSON are in
+`labkit.bench.task_tables`; the targets are judged in benchmarks/docgen/targets.py.
 """
 from __future__ import annotations
 
