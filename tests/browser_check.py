@@ -376,8 +376,10 @@ def check_all(args, names: list[str], shots: Path) -> list[dict]:
         # as `make lab` does: trusted notebooks draw their stored widget views (an untrusted one shows text)
         subprocess.run([sys.executable, "-m", "jupyter", "trust", *map(str, sorted(root.glob("*.ipynb")))],
                        check=True, capture_output=True)
-        if (ROOT / "benchmarks" / "results").is_dir():      # notebooks read ../benchmarks/results
-            shutil.copytree(ROOT / "benchmarks" / "results", Path(tmp) / "benchmarks" / "results")
+        for part in ("results", "docgen"):     # notebooks read ../benchmarks/results and print the docs' tables
+            if (ROOT / "benchmarks" / part).is_dir():    # with ../benchmarks/docgen, as they do in the checkout
+                shutil.copytree(ROOT / "benchmarks" / part, Path(tmp) / "benchmarks" / part,
+                                ignore=shutil.ignore_patterns("__pycache__"))
         port = free_port()
         log = open(Path(tmp) / "lab.log", "w")
         lab = start_lab(root, port, log)
