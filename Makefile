@@ -74,7 +74,8 @@ define run_notebooks
 	$(SYNC) --before-run $(1)
 	names="$$($(SYNC) --list $(1))" && cd notebooks && for name in $$names; do \
 	    $(abspath $(BIN))/jupyter nbconvert --to notebook --execute --inplace \
-	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=True "$$name.ipynb" || exit 1; done
+	        --ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.store_widget_state=True "$$name.run.ipynb" \
+	        && mv "$$name.run.ipynb" "$$name.ipynb" || { rm -f "$$name.run.ipynb"; exit 1; }; done
 	$(SYNC) $(1)
 endef
 

@@ -10,11 +10,13 @@ metadata come from the English .ipynb, its markdown from its own source, and one
 
     python benchmarks/sync_notebooks.py 12               # sources -> notebook 12 and its twin, no kernel
     python benchmarks/sync_notebooks.py                  # the same for every notebook
-    python benchmarks/sync_notebooks.py --before-run 12  # code edits in too; `make notebook` then executes it
+    python benchmarks/sync_notebooks.py --before-run 12  # notebooks/12_rewards.run.ipynb: code edits in, to execute
     python benchmarks/sync_notebooks.py --list 12        # the names selected: 12_rewards
 
 Without --before-run a changed code cell is refused (its stored outputs would be stale): execute it
-with `make notebook NB=12`, which runs this before and after nbconvert. Markdown edits keep every
+with `make notebook NB=12`, which runs this before and after nbconvert. --before-run writes the
+notebook to execute beside it, as NAME.run.ipynb; make moves it over NAME.ipynb only when every cell
+ran, so a failed run leaves the notebook as it was (and its code edit still refused). Markdown edits keep every
 output (jupytext matches the unchanged cells to their stored ones). A twin's source whose cells no
 longer line up with the English one is refused; a notebook without a twin gets one, its markdown
 still English, to translate. A notebook edited after its source (in JupyterLab) is refused too:
@@ -48,6 +50,7 @@ class SyncError(Exception):
 def paths(name: str, root: Path = ROOT) -> dict[str, Path]:
     """The four files of notebook NAME (its stem, e.g. 12_rewards), as jupytext.toml pairs them."""
     return {"src": root / "notebook_sources" / f"{name}.py", "nb": root / "notebooks" / f"{name}.ipynb",
+            "run": root / "notebooks" / f"{name}.run.ipynb",                  # what make executes
             "zh_src": root / "notebook_sources" / "zh-CN" / f"{name}.py",
             "zh_nb": root / "notebooks" / "zh-CN" / f"{name}.ipynb"}
 
@@ -151,13 +154,13 @@ def sync(name: str, root: Path = ROOT, before_run: bool = False) -> list[str]:
         zh = twin(en, zh)
     except SyncError as e:
         raise SyncError(f"{p['zh_src'].relative_to(root)}: {e}") from None
-    for key, nb in (("nb", en),) + (() if before_run else (("zh_nb", zh),)):
+    for key, nb in (("run", en),) if before_run else (("nb", en), ("zh_nb", zh)):
         text = nbformat.writes(nb) + "\n"
         if not p[key].exists() or p[key].read_text(encoding="utf-8") != text:
             p[key].write_text(text, encoding="utf-8")
             done.append(f"{p[key].relative_to(root)}: updated")
-    if not before_run and p["zh_src"].read_text(encoding="utf-8") != (text := source_text(zh, root)):
-        p["zh_src"].write_text(text, encoding="utf-8")    # its code cells as the English notebook has them
+    if not before_run and p["zh_src"].read_text(encoding="utf-8") != (zh_text := source_text(zh, root)):
+        p["zh_src"].write_text(zh_text, encoding="utf-8")    # its code cells as the English notebook has them
         done.append(f"{p['zh_src'].relative_to(root)}: code cells copied from the English notebook")
     return done
 
@@ -166,7 +169,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("nb", nargs="*", help="notebook numbers or names (all when none)")
     p.add_argument("--before-run", action="store_true",
-                   help="bring code edits in too, before executing (the twins wait for the run)")
+                   help="write NAME.run.ipynb with the code edits, to execute (the notebook and its twin wait)")
     p.add_argument("--list", action="store_true", help="only print the names NB selects (what make executes)")
     a = p.parse_args(argv)
     try:

@@ -79,7 +79,8 @@ def copy_of(tmp_path):
 
 
 def snapshot(p) -> dict:
-    return {key: path.read_bytes() for key, path in p.items()}
+    """The bytes of the notebook's four files (its sources, its notebook and its twin)."""
+    return {key: p[key].read_bytes() for key in ("src", "nb", "zh_src", "zh_nb")}
 
 
 def test_a_typo_fixed_in_the_source_reaches_the_notebook_with_every_output_kept(copy_of):
@@ -111,9 +112,13 @@ def test_a_code_edit_without_a_run_is_refused_and_nothing_is_written(copy_of):
     with pytest.raises(SyncError, match="make notebook NB=05"):
         sync(NAME, root=p["src"].parents[1])
     assert snapshot(p) == before
-    # before the run (make notebook's first step) the code goes in; the twin waits for the run
-    assert sync(NAME, root=p["src"].parents[1], before_run=True) == [f"notebooks/{NAME}.ipynb: updated"]
-    assert "lab.steps.value = 32" in p["nb"].read_text(encoding="utf-8")
+    # before the run (make notebook's first step) the code goes into the copy make executes; the
+    # notebook and its twin wait for a run that succeeds, so a failed one leaves them (and the refusal) as they were
+    assert sync(NAME, root=p["src"].parents[1], before_run=True) == [f"notebooks/{NAME}.run.ipynb: updated"]
+    assert "lab.steps.value = 32" in p["run"].read_text(encoding="utf-8")
+    assert snapshot(p) == before
+    with pytest.raises(SyncError, match="make notebook NB=05"):
+        sync(NAME, root=p["src"].parents[1])
 
 
 def test_a_twin_whose_cells_no_longer_line_up_is_refused(copy_of):
