@@ -13,7 +13,9 @@ import dataclasses
 import pytest
 import torch
 
-from labkit.training.loop import RECIPES, TrainConfig, setup, train_step
+from labkit.models.load import model_folder
+from labkit.models.tokenizer import load_tokenizer
+from labkit.training.loop import RECIPES, Run, TrainConfig, build_model, distill_loss, setup, train_step
 from labkit.training.rl import (
     RLConfig,
     draw,
@@ -121,3 +123,21 @@ def test_a_training_step_allocates_nothing_off_the_networks_device(tmp_path):
         with torch.device("meta"):
             loss = train_step(run)
         assert run.step == 2 and loss == loss, name
+
+
+def test_a_task_step_and_a_distillation_batch_allocate_nothing_off_the_networks_device(tmp_path):
+    """The task models' count loss (with T2T repair) and the distillation loss on teacher rows."""
+    cfg = dataclasses.replace(RECIPES["tiny-add"], batch_size=4, steps=3, warmup=1, ckpt_every=100)
+    run = setup(cfg, tmp_path / "task", lambda *a: None, "cpu")
+    train_step(run)
+    with torch.device("meta"):
+        loss = train_step(run)
+    assert run.step == 2 and loss == loss
+    cap = dataclasses.replace(RECIPES["tiny-cap"], batch_size=4, distill_length=8, distill_block=4)   # CAP + T2T terms
+    run = Run(cfg=cap, out=tmp_path, device=torch.device("cpu"), model=build_model(cap, load_tokenizer(model_folder("tiny"))),
+              opt=None, corpus=None, mask_id=0)
+    ids = torch.randint(1, 100, (6, 12))                                # (N, P + G): prompts of 4, answers of 8
+    run.teacher = (ids, torch.ones_like(ids), 4)
+    with torch.device("meta"):
+        loss = distill_loss(run, None, torch.Generator().manual_seed(0))
+    assert loss.device.type == "cpu" and torch.isfinite(loss)

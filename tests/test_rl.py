@@ -21,7 +21,7 @@ from labkit.training.rl import (
     grpo_loss,
     kl_to_ref,
     rl_step,
-    save_rl_checkpoint,
+    save_checkpoint,
     setup_rl,
 )
 
@@ -206,7 +206,7 @@ def test_a_seed_gives_one_run_and_a_resumed_run_equals_an_uninterrupted_one(tmp_
     b = setup_rl(SMALL, tmp_path / "b", log=lambda m: None)
     rl_step(b)
     b.history.append(dict(hist_a[0]))
-    save_rl_checkpoint(b)
+    save_checkpoint(b)
     c = setup_rl(SMALL, tmp_path / "b", log=lambda m: None)            # resumes at step 1
     assert c.step == 1
     last = rl_step(c)

@@ -70,7 +70,7 @@ def elbo_bits_and_se(lm, windows: torch.Tensor, samples: int = 4, seed: int = 0,
             noised = mask_tokens(x0, lm.mask_id, rate=stratified_t(B, eps, g), generator=g)   # weight 1/t
             logits = lm(noised.canvas.to(lm.device)).float().cpu()
             ce = F.cross_entropy(logits.transpose(1, 2), x0, reduction="none")   # (B, L)
-            nats[i * batch:i * batch + B] += (ce * noised.weight).sum(-1).double()
+            nats[i * batch:i * batch + B] += torch.where(noised.masked, ce * noised.weight, 0.0).sum(-1).double()
     bits = nats / samples / windows.shape[1] / math.log(2)              # (N,) per window
     se = float(bits.std() / math.sqrt(len(bits))) if len(bits) > 1 else math.nan
     return float(bits.mean()), se

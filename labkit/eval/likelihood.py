@@ -70,7 +70,7 @@ def masked_draws(lm, x0: torch.Tensor, answer: torch.Tensor, counts: torch.Tenso
     noised = mask_tokens(x0, lm.mask_id, count=counts, where=answer, generator=generator)   # weight A_b / counts[b]
     logits = lm(noised.canvas.to(lm.device)).float().cpu()               # (B, L, V)
     ce = F.cross_entropy(logits.flatten(0, 1), x0.flatten(), reduction="none").view(B, L)
-    return (ce * noised.weight).sum(-1)
+    return torch.where(noised.masked, ce * noised.weight, 0.0).sum(-1)
 
 
 def mean_variance(draws: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
@@ -180,7 +180,7 @@ def block_draws(net, x0: torch.Tensor, counts: torch.Tensor, block: int,
                          generator=generator)                             # weight n_k / counts[b, k]
     logits = net.run_two_streams(noised.canvas.to(net.device), x0.to(net.device), block=block).float().cpu()
     ce = F.cross_entropy(logits.flatten(0, 1), x0.flatten(), reduction="none").view(B, L)   # (B, L)
-    return (ce * noised.weight).sum(-1)
+    return torch.where(noised.masked, ce * noised.weight, 0.0).sum(-1)
 
 
 @torch.no_grad()

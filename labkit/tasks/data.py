@@ -274,7 +274,7 @@ class TaskData:
                 examples = [self.example(task, rng) for _ in range(n)]
             rows = [self.ids(text) for text, _ in examples]
             starts = [start for _, start in examples]
-            x0 = torch.tensor(rows, dtype=torch.long)
-            loss = torch.arange(x0.shape[1])[None, :] >= torch.tensor(starts)[:, None]
+            x0 = torch.tensor(rows, dtype=torch.long, device="cpu")         # the trainer moves it to its device
+            loss = torch.arange(x0.shape[1], device="cpu")[None, :] >= torch.tensor(starts, device="cpu")[:, None]
             out[task] = (x0, loss)
         return out

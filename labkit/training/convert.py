@@ -16,6 +16,7 @@ import torch
 
 from ..models.handle import DLM
 from ..models.tiny_net import TinyDLM, TinyDLMConfig
+from .seeds import CPU
 
 
 def block_at(block_size: int, block_warmup: int, step: int) -> int:
@@ -39,8 +40,8 @@ def anneal_layout(ratio: float, L: int, generator: torch.Generator | None = None
     `ratio`; None (full attention) at ratio 1. Drawn from `generator` on the CPU."""
     if ratio >= 1:
         return None
-    causal = torch.ones(L, L, dtype=torch.bool, device="cpu").tril()
-    return causal | (torch.rand(L, L, generator=generator, device="cpu") < ratio)
+    causal = torch.ones(L, L, dtype=torch.bool, device=CPU).tril()
+    return causal | (torch.rand(L, L, generator=generator, device=CPU) < ratio)
 
 
 

@@ -18,9 +18,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .seeds import data_seed
-
-CPU = torch.device("cpu")          # batches are drawn here; the trainer moves them to its device
+from .seeds import CPU, data_seed
 
 if TYPE_CHECKING:
     from .recipes import TrainConfig

@@ -23,17 +23,15 @@ from ..models.tokenizer import load_tokenizer, train_tokenizer
 from ..tasks import TaskData, char_tokenizer
 from ..tasks.layouts import ar_positions, prompt_formats
 from ..tasks.layouts import structure as task_structure
+from . import trainer
 from .convert import anneal_layout, anneal_ratio, block_at
 from .corpus import HELDOUT, Corpus, load_plays
 from .distill import make_trajectories, pack
 from .losses import ar_loss, ar_sft_loss, block_diffusion_loss, block_distill_loss, masked_count_loss, masked_diffusion_loss
 from .prompts import train_prompts
 from .recipes import RECIPES, TrainConfig
-from .seeds import noise_seed
-from .trainer import RunState, fit, lr_at, optimizer_step, save_model, set_lr
-from .trainer import resume as resume_checkpoint
-from .trainer import save_checkpoint as write_checkpoint
-from .trainer import snapshot as write_snapshot
+from .seeds import CPU, noise_seed
+from .trainer import RunState, lr_at
 
 CHECKPOINT = "ckpt.pt"         # in the output folder; a run resumes from it
 ADAM_BETAS = (0.9, 0.95)
@@ -152,7 +150,7 @@ def make_optimizer(cfg: TrainConfig, model: torch.nn.Module) -> torch.optim.Adam
 
 def resume(run: Run, log) -> None:
     """Load run.out's checkpoint, if any, into the run (it must have been written with run.cfg)."""
-    resume_checkpoint(run.out / CHECKPOINT, run.model, run.opt, run, run.cfg, run.device, log)
+    trainer.resume(run.out / CHECKPOINT, run.model, run.opt, run, run.cfg, run.device, log)
 
 
 def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) -> Run:
@@ -192,7 +190,7 @@ def distill_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch
     cfg = run.cfg
     ids, attn, P = run.teacher
     n_corpus = round(cfg.batch_size * cfg.distill_mix)                 # the rest: teacher answers
-    rows = torch.randint(len(ids), (cfg.batch_size - n_corpus,), generator=g).to(run.device)
+    rows = torch.randint(len(ids), (cfg.batch_size - n_corpus,), generator=g, device=CPU).to(run.device)
     loss = block_distill_loss(run.logits, ids[rows], attn[rows], P, cfg.distill_block, run.mask_id,
                               eps=cfg.eps, generator=g, **_extra_terms(cfg))
     if n_corpus:
@@ -243,29 +241,29 @@ def train_step(run: Run) -> float:
     cfg, step = run.cfg, run.step
     x0 = run.corpus.batch(cfg, step).to(run.device) if run.corpus is not None else None   # (B, L) or None
     g = torch.Generator().manual_seed(noise_seed(cfg.seed, step))
-    set_lr(run.opt, lr_at(cfg, step))
+    trainer.set_lr(run.opt, lr_at(cfg, step))
     with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
         loss = step_loss(run, x0, g)
-    optimizer_step(loss, run.model, run.opt, cfg.grad_clip)
+    trainer.optimizer_step(loss, run.model, run.opt, cfg.grad_clip)
     run.step += 1
     return loss.item()
 
 
 def save_checkpoint(run: Run) -> None:
     """Model, optimiser, step, time and history into run.out/ckpt.pt (`trainer.save_checkpoint`)."""
-    write_checkpoint(run.out / CHECKPOINT, run.model, run.opt, run, run.cfg)
+    trainer.save_checkpoint(run.out / CHECKPOINT, run.model, run.opt, run, run.cfg)
 
 
 def finish(run: Run) -> Path:
     """The final model (safetensors + config; the tokenizer is there already) and training.json."""
     record = {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1), "device": run.device.type,
               "loss_history": run.history, **({"heldout_plays": HELDOUT} if run.cfg.data == "plays" else {})}
-    return save_model(run.model.cpu(), run.out, record)
+    return trainer.save_model(run.model.cpu(), run.out, record)
 
 
 def snapshot(run: Run) -> Path:
     """The model as it is at run.step, into run.out/step-N/ (`trainer.snapshot`): a curve's point."""
-    return write_snapshot(run.model, run.out, run, run.cfg)
+    return trainer.snapshot(run.model, run.out, run, run.cfg)
 
 
 def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print,
@@ -293,7 +291,7 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
         if run.step in keep:
             snapshot(run)
 
-    fit(run, end, lambda: train_step(run), after=after, checkpoint=lambda: save_checkpoint(run),
+    trainer.fit(run, end, lambda: train_step(run), after=after, checkpoint=lambda: save_checkpoint(run),
         ckpt_every=cfg.ckpt_every, final=cfg.steps, progress=progress, desc=f"train {cfg.objective}",
         postfix=lambda _: {"loss": f"{ema[0]:.3f}", "lr": f"{lr_at(cfg, run.step - 1):.1e}"})
     if run.step < cfg.steps:

@@ -6,9 +6,12 @@
 - `ar_loss`: next-token cross-entropy (the autoregressive twin); `ar_sft_loss` on chosen targets;
 - `block_distill_loss`: the block-shaped distillation loss (`labkit.training.distill`);
 - the terms both diffusion losses can add: `cap_term` (CAP's entropy penalty) and `edit_term` (T2T
-  training on `t2t_noise`);
-Every masked loss masks through `labkit.training.masking.mask_tokens` (at a rate or a count, with
-the weights of the bound), its ratios drawn by `stratified_t`. The order in which each function
+  training on `t2t_noise`).
+
+Every masked loss masks through `labkit.training.masking.mask_tokens`: at a rate t per row drawn by
+`stratified_t` (masked diffusion, SFT, block distillation), at an independent t per block (block
+diffusion) or at a count per row (the task models), each with the weights of its bound. Noise is
+drawn on the CPU (`seeds.CPU`) and moved to the tokens' device. The order in which each function
 draws from `generator` is part of its contract: the committed models were trained with it, so the
 same seed must keep giving the same noise.
 """
@@ -18,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from .masking import EPS, mask_tokens, stratified_t, uniform
+from .seeds import CPU
 
 STUTTER_OFFSETS = (-2, -1, 1, 2)    # where a neighbour copy in `t2t_noise` comes from
 
@@ -32,10 +36,10 @@ def t2t_noise(x0: torch.Tensor, where: torch.Tensor, prob: float, stutter: float
     B, L = x0.shape
     dev = x0.device
     swap = where & (uniform((B, L), generator, dev) < prob)
-    noise = x0[:, lo:].flatten()[torch.randint(B * (L - lo), (B, L), generator=generator, device="cpu").to(dev)]
+    noise = x0[:, lo:].flatten()[torch.randint(B * (L - lo), (B, L), generator=generator, device=CPU).to(dev)]
     if stutter:
-        offsets = torch.tensor(STUTTER_OFFSETS, device="cpu")
-        offset = offsets[torch.randint(len(offsets), (B, L), generator=generator, device="cpu")].to(dev)
+        offsets = torch.tensor(STUTTER_OFFSETS, device=CPU)
+        offset = offsets[torch.randint(len(offsets), (B, L), generator=generator, device=CPU)].to(dev)
         src = torch.arange(L, device=dev) + offset                        # (B, L)
         src = torch.where((src < lo) | (src >= L), torch.arange(L, device=dev) - offset, src)
         copy = uniform((B, L), generator, dev) < stutter
@@ -108,7 +112,7 @@ def block_diffusion_loss(model, x0: torch.Tensor, mask_id: int, *, block: int | 
     B, L = x0.shape
     b = block or model.config.block_size
     nblocks = -(-L // b)
-    t = eps + (1 - eps) * torch.rand(B, nblocks, generator=generator, device="cpu")   # (B, blocks)
+    t = eps + (1 - eps) * torch.rand(B, nblocks, generator=generator, device=CPU)   # (B, blocks)
     noised = mask_tokens(x0, mask_id, rate=t.repeat_interleave(b, dim=1)[:, :L], generator=generator)
     masked, xt = noised.masked, noised.canvas                                          # (B, L) each
     if edit_prob:
@@ -160,7 +164,7 @@ def masked_sft_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, prompt_lengths
     noised = mask_tokens(x0, mask_id, rate=t, where=ans, generator=generator)
     logp = F.log_softmax(logits_fn(noised.canvas).float(), -1)           # (B, L, V)
     ce = -logp.gather(-1, x0[..., None]).squeeze(-1)                     # (B, L)
-    per_row = (ce * noised.weight).sum(-1) / ans.sum(-1)                 # (B,)
+    per_row = torch.where(noised.masked, ce * noised.weight, 0.0).sum(-1) / ans.sum(-1)   # (B,) Σ CE / t per answer token
     return per_row.mean()
 
 
@@ -180,7 +184,7 @@ def masked_count_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, answer: torc
     B, L = x0.shape
     ans = answer_mask(x0, answer=answer)                                 # (B, L)
     n = ans.sum(-1)                                                      # (B,)
-    k = (torch.rand(B, generator=generator, device="cpu") * n.cpu()).long() + 1   # (B,) uniform on 1..n
+    k = (torch.rand(B, generator=generator, device=CPU) * n.cpu()).long() + 1   # (B,) uniform on 1..n
     noised = mask_tokens(x0, mask_id, count=k, where=ans, generator=generator)     # k masks per row
     masked, xt = noised.masked, noised.canvas
     filled = ans & ~masked
@@ -189,7 +193,7 @@ def masked_count_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, answer: torc
         xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, 0.0, generator, lo), xt)
     logits = logits_fn(xt)                                               # (B, L, V)
     ce = F.cross_entropy(logits.transpose(1, 2).float(), x0, reduction="none")   # (B, L)
-    loss = ((ce * noised.weight).sum(-1) / n).mean()                    # Σ_masked CE / k per row
+    loss = (torch.where(masked, ce, 0.0).sum(-1) / k.to(x0.device)).mean()   # Σ_masked CE / k per row
     if edit_prob and filled.any():
         loss = loss + edit_term(logits, x0, filled, 1.0)
     return loss
@@ -229,7 +233,7 @@ def block_distill_loss(logits_fn, x0: torch.Tensor, attn: torch.Tensor, prompt_l
     dev = x0.device
     if t is None:
         t = stratified_t(B, eps, generator)                              # (B,)
-    block = torch.randint(num_blocks, (B,), generator=generator, device="cpu").to(dev)  # (B,)
+    block = torch.randint(num_blocks, (B,), generator=generator, device=CPU).to(dev)  # (B,)
     pos_block = (torch.arange(L, device=dev) - prompt_len).div(block_length, rounding_mode="floor")  # (L,)
     current = pos_block[None, :] == block[:, None]                       # (B, L)
     later = pos_block[None, :] > block[:, None]
@@ -272,7 +276,7 @@ def continuous_diffusion_loss(model, x0: torch.Tensor, schedule, generator: torc
     t = t.to(x0.device).float()
     e0 = model.embed_tokens(x0)                                            # (B, L, D)
     ab = torch.as_tensor(schedule(t.cpu())).to(x0.device).float()[:, None, None]   # (B, 1, 1)
-    noise = torch.randn(e0.shape, generator=generator, device="cpu").to(e0.device)   # (B, L, D)
+    noise = torch.randn(e0.shape, generator=generator, device=CPU).to(e0.device)   # (B, L, D)
     x_t = ab.sqrt() * e0 + (1 - ab).sqrt() * noise
     x0_hat = model(x_t, t)                                                 # (B, L, D)
     mse = F.mse_loss(x0_hat.float(), e0.float())

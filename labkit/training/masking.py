@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
+from .seeds import CPU
+
 EPS = 1e-3                          # t ~ U(EPS, 1): the smallest masking probability
-CPU = torch.device("cpu")
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def mask_tokens(x0: torch.Tensor, mask_id: int, *, rate: torch.Tensor | None = N
     B, L = x0.shape
     dev = x0.device
     where = torch.ones(B, L, dtype=torch.bool, device=dev) if where is None else where.to(dev)
-    u = torch.rand(B, L, generator=generator, device=CPU)                      # (B, L)
+    u = uniform((B, L), generator, CPU)                                        # (B, L)
     if rate is not None:
         r = rate.to(dev)
         r = r[:, None] if r.dim() == 1 else r                                  # (B, 1) or (B, L)
@@ -81,17 +82,18 @@ def mask_tokens(x0: torch.Tensor, mask_id: int, *, rate: torch.Tensor | None = N
 def _by_count(u: torch.Tensor, count: torch.Tensor, where: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The k smallest keys u among each row's (block's) allowed positions are masked; weight n/k."""
     dev, L = where.device, where.shape[1]
-    block_of = torch.arange(L) // block if block else torch.zeros(L, dtype=torch.long)   # (L,)
+    block_of = torch.arange(L, device=CPU) // (block or L + 1)                 # (L,) all 0 without blocks
     keys = u.masked_fill(~where.cpu(), 2.0)                                    # not allowed: last
     if block:
         rank = (keys + block_of * 4.0).argsort(-1).argsort(-1) - block_of * block   # rank inside its block
     else:
         rank = keys.argsort(-1).argsort(-1)                                    # (B, L)
+    count = count.cpu()
     k = (count[:, None] if count.dim() == 1 else count)[:, block_of]          # (B, L) the count of each position
-    n = torch.zeros(where.shape[0], int(block_of[-1]) + 1).index_add_(1, block_of, where.cpu().float())
+    n = torch.zeros(where.shape[0], int(block_of[-1]) + 1, device=CPU).index_add_(1, block_of, where.cpu().float())
     masked = (rank < k).to(dev) & where
     weight = torch.where(masked, (n[:, block_of] / k).to(dev), 0.0)
     return masked, weight
 
 
-__all__ = ["CPU", "EPS", "mask_tokens", "Noised", "stratified_counts", "stratified_t", "uniform"]
+__all__ = ["EPS", "mask_tokens", "Noised", "stratified_counts", "stratified_t", "uniform"]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..tasks import TASKS
 from ..tasks.layouts import row_length, structure
-from .losses import EPS
+from .masking import EPS
 
 DATA = ("plays", "tasks")
 

@@ -37,6 +37,7 @@ from ..decode import generate
 from ..models.load import load, model_folder
 from ..samplers import registry
 from ..tasks import Item, exact_match, heldout
+from . import trainer
 from .prompts import sample_prompts
 from .rewards import REWARD_TASKS, keyword_items, rewards, training_question, valid_keywords
 from .seeds import data_seed, noise_seed
@@ -50,10 +51,11 @@ from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
     gradient_noise,
     grpo_loss,
     kl_to_ref,
+    on_device,
     policy_gradient,
     policy_logits,
 )
-from .trainer import RunState, fit, optimizer_step, resume, same_config, save_checkpoint, save_model
+from .trainer import RunState, same_config
 
 CHECKPOINT = "rl_ckpt.pt"
 ADV_EPS = 1e-4
@@ -249,10 +251,9 @@ def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch
     them: a seed gives the same draws whatever the network's device), then the draw, the rollouts and
     the advantages move to the network's device. Returns the last update's loss (detached) and parts."""
     cfg, lm = run.cfg, run.lm
-    dev = next(lm.net.parameters()).device
     d = draw(cfg.surrogate, x, written, lm.mask_id, g, t_min=cfg.t_min, samples=cfg.elbo_samples,
-             kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask, block_length=cfg.block_length).to(dev)
-    x, adv = x.to(dev), adv.to(dev)
+             kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask, block_length=cfg.block_length)
+    d, x, adv = on_device(lm.net, d, x, adv)
     with torch.no_grad():
         old = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
         ref = estimate(lambda c: policy_logits(lm, run.ref, c), d, x).logp if cfg.kl else None
@@ -261,7 +262,7 @@ def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch
         kl = kl_to_ref(new.logp, ref, d) if ref is not None else None
         loss, parts = grpo_loss(new, old, adv, d, cfg.clip, kl, cfg.kl)
         run.opt.zero_grad(set_to_none=True)
-        optimizer_step(loss, lm.net, run.opt, cfg.grad_clip)
+        trainer.optimizer_step(loss, lm.net, run.opt, cfg.grad_clip)
     return loss.detach(), parts
 
 
@@ -305,9 +306,9 @@ def _eval_items(task: str, n: int) -> list[Item]:
     return (by["hard"][:n - 2 * per] + by["medium"][:per] + by["easy"][:per])[:n]
 
 
-def save_rl_checkpoint(run: RLRun) -> None:
+def save_checkpoint(run: RLRun) -> None:
     """Policy, optimiser, run state and evaluations into out/rl_ckpt.pt (`trainer.save_checkpoint`)."""
-    save_checkpoint(run.out / CHECKPOINT, run.lm.net, run.opt, run, run.cfg, evals=run.evals)
+    trainer.save_checkpoint(run.out / CHECKPOINT, run.lm.net, run.opt, run, run.cfg, evals=run.evals)
 
 
 def setup_rl(cfg: RLConfig, out: str | Path, device: str = "cpu", log=print) -> RLRun:
@@ -325,7 +326,7 @@ def setup_rl(cfg: RLConfig, out: str | Path, device: str = "cpu", log=print) -> 
         p.requires_grad_(False)
     opt = torch.optim.AdamW(lm.net.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0)
     run = RLRun(cfg=cfg, out=out, lm=lm, ref=ref, opt=opt, rule=rollout_rule(cfg))
-    ckpt = resume(out / CHECKPOINT, lm.net, opt, run, cfg, device, log)
+    ckpt = trainer.resume(out / CHECKPOINT, lm.net, opt, run, cfg, device, log)
     if ckpt is not None:
         run.evals = ckpt["evals"]
     return run
@@ -338,7 +339,7 @@ def finish_rl(run: RLRun) -> Path:
     base = json.loads((src / "training.json").read_text()) if (src / "training.json").is_file() else {}
     base["rl"] = {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1),
                   "history": run.history, "evals": run.evals}
-    return save_model(run.lm.net.cpu(), run.out, base, tokenizer_from=src)
+    return trainer.save_model(run.lm.net.cpu(), run.out, base, tokenizer_from=src)
 
 
 def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print, device: str = "cpu") -> Path:
@@ -354,7 +355,7 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
             run.evals.append({"step": run.step, **evaluate_policy(run.lm, cfg)})
             log(f"step {run.step}: {run.evals[-1]}")
 
-    fit(run, cfg.steps, lambda: rl_step(run), after=after, checkpoint=lambda: save_rl_checkpoint(run),
+    trainer.fit(run, cfg.steps, lambda: rl_step(run), after=after, checkpoint=lambda: save_checkpoint(run),
         ckpt_every=cfg.ckpt_every, progress=progress, desc=f"rl {cfg.surrogate}",
         postfix=lambda rec: {"reward": f"{rec['reward']:.3f}", "solved": f"{rec['solved']:.2f}"})
     return finish_rl(run)
@@ -362,6 +363,6 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
 
 __all__ = ["ADV_EPS", "CHECKPOINT", "RL_RECIPES", "SURROGATES", "clipped_objective", "decode_knobs", "Draw", "draw",
            "estimate", "evaluate_policy", "finish_rl", "free_length", "gradient_noise", "group_advantages",
-           "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits", "policy_update", "PolicyLogp", "rl_step",
-           "RLConfig", "RLRun", "rollout", "rollout_rule", "Rollouts", "same_config", "save_rl_checkpoint",
-           "setup_rl", "step_questions", "train_rl"]
+           "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits", "policy_update", "PolicyLogp", "rl_step",
+           "RLConfig", "RLRun", "rollout", "rollout_rule", "Rollouts", "same_config",
+           "save_checkpoint", "setup_rl", "step_questions", "train_rl"]

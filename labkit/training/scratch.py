@@ -31,7 +31,8 @@ from ..models.tiny_net import TinyDLM, TinyDLMConfig
 from ..models.tokenizer import load_tokenizer
 from ..samplers import LowConfidence
 from .corpus import Corpus, load_plays
-from .losses import EPS, continuous_diffusion_loss, masked_diffusion_loss, stratified_t
+from .losses import continuous_diffusion_loss, masked_diffusion_loss
+from .masking import EPS, stratified_t
 from .schedules import SCHEDULES, Schedule, schedule
 from .seeds import noise_seed
 from .trainer import RunState, fit, lr_at, optimizer_step, save_model, set_lr, write_record

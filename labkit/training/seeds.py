@@ -1,6 +1,12 @@
 """Per-step seeds: every random draw of a training run is a pure function of (run seed, step), so
-a resumed run sees the same data and noise as one that was never stopped."""
+a resumed run sees the same data and noise as one that was never stopped. Every draw is made on the
+CPU (`CPU`), from a CPU generator, and moved to the network's device: one seed, the same draws on
+any device."""
 from __future__ import annotations
+
+import torch
+
+CPU = torch.device("cpu")       # where batches and noise are drawn
 
 DATA_SEED_STRIDE = 1_000_003    # a prime above any step count: corpus batches and teacher chunks
 NOISE_SEED_STRIDE = 7_919       # the 1000th prime: each step's masking and T2T noise

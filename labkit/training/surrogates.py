@@ -49,7 +49,8 @@ class Draw:
 
     def to(self, device: str | torch.device) -> "Draw":
         """The same draw on `device` (the network's)."""
-        moved = {f: getattr(self, f).to(device) for f in ("canvas", "row", "weight", "scored", "n")}
+        moved = {f: getattr(self, f).to(device) for f in ("canvas", "row", "weight", "scored", "n")
+                 if getattr(self, f) is not None}
         return dataclasses.replace(self, **moved)
 
 
@@ -102,6 +103,13 @@ class PolicyLogp:
     token: torch.Tensor          # (M, L) log p of the rollout's token at each scored position (0 elsewhere)
     sequence: torch.Tensor       # (N,) the row's surrogate log-likelihood per answer token
     logp: torch.Tensor           # (M, L, V) the full log-softmax (for the KL)
+
+
+def on_device(net: torch.nn.Module, d: Draw, x: torch.Tensor, adv: torch.Tensor) -> tuple[Draw, torch.Tensor, torch.Tensor]:
+    """A draw, its rollouts x (N, L) and advantages (N,) on `net`'s device (the draw is made where the
+    rollouts are, the CPU: one seed, the same noise whatever the network's device)."""
+    dev = next(net.parameters()).device
+    return d.to(dev), x.to(dev), adv.to(dev)
 
 
 def estimate(logits_fn, d: Draw, x: torch.Tensor) -> PolicyLogp:
@@ -167,8 +175,9 @@ def grpo_loss(new: PolicyLogp, old: PolicyLogp, adv: torch.Tensor, d: Draw, clip
 def policy_gradient(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor, surrogate: str,
                     generator: torch.Generator, **draw_knobs) -> torch.Tensor:
     """The flattened gradient of the clipped objective at ratio 1 (the policy gradient
-    mean(A · ∇ℓ)) from one draw of `surrogate`'s noise, on rollouts x (N, L) with advantages (N,)."""
-    d = draw(surrogate, x, written, lm.mask_id, generator, **draw_knobs)
+    mean(A · ∇ℓ)) from one draw of `surrogate`'s noise, on rollouts x (N, L) with advantages (N,): the
+    draw made on the rollouts' device, it and they then moved to the network's (`on_device`)."""
+    d, x, adv = on_device(lm.net, draw(surrogate, x, written, lm.mask_id, generator, **draw_knobs), x, adv)
     lm.net.zero_grad(set_to_none=True)
     new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
     old = PolicyLogp(new.token.detach(), new.sequence.detach(), new.logp.detach())
@@ -196,4 +205,4 @@ def gradient_noise(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor
 
 
 __all__ = ["SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "draw", "estimate", "gradient_noise",
-           "grpo_loss", "kl_to_ref", "policy_gradient", "policy_logits"]
+           "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits"]

@@ -2,7 +2,8 @@
 the RL `rl.train_rl`); each trainer is its own loss and step on top of it:
 
 - `RunState`: the step, the training seconds and the history a run carries and checkpoints;
-- `lr_at`: the one learning-rate schedule (linear warm-up, cosine decay to lr · min_lr_ratio);
+- `lr_at`: the one learning-rate schedule (linear warm-up, cosine decay to lr · min_lr_ratio) of
+  the supervised and from-scratch trainers (RL keeps its rate constant, as the GRPO recipes do);
 - `optimizer_step`: backward, gradient clipping, the update;
 - `save_checkpoint` / `resume`: one checkpoint file per run, written atomically, and one rule for
   resuming (the stored config must be the run's, fields added since at their defaults);
@@ -115,7 +116,7 @@ def fit(state: RunState, end: int, step: Callable[[], object], *, after: Callabl
     """Call `step()` (which takes one step and advances state.step) until state.step reaches `end`,
     or `seconds` of wall clock have passed. After each: `after(result)` (the trainer's bookkeeping),
     then `checkpoint()` every `ckpt_every` steps, at `end` and at `final` (the run's last step)."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # picks its bar on import (in a notebook kernel, with ipywidgets): when a run trains
 
     bar = tqdm(total=end, initial=min(state.step, end), disable=not progress, desc=desc)
     state.since = start = time.perf_counter()
