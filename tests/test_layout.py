@@ -4,6 +4,7 @@ wing above it), the import graph has no circle, functions and modules stay short
 the registry decodes on the embedded models it is offered for."""
 import ast
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -369,3 +370,23 @@ def test_a_default_top_p_is_named_in_the_registry_and_shown_in_the_panel(toy):
     assert lab.rule().top_p == 0.5
     lab.temperature.value = 0.0
     assert lab.top_p.disabled and lab.rule().top_p is None
+
+
+def test_every_import_inside_a_function_says_why():
+    """docs/architecture.md: a module imports at its top; an import left inside a function (an
+    optional extra, an import cycle, a heavy module kept off `import labkit` or a command's start)
+    says why in a comment on its line or the line above it. The check is tried on a planted source."""
+    def unexplained(source: str) -> list[int]:
+        lines = iter(source.splitlines(keepends=True))
+        comments = {t.start[0] for t in tokenize.generate_tokens(lambda: next(lines, "")) if t.type == tokenize.COMMENT}
+        return sorted({node.lineno for fn in ast.walk(ast.parse(source))
+                       if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))
+                       and not comments & set(range(node.lineno - 1, node.end_lineno + 1))})
+
+    planted = ('def f():\n    import json\n    x = "# in a string"\n    import os\n    import re  # why\n    # why\n'
+               "    from . import (a,\n                   b)\n\nclass C:\n    def m(self):\n        def g():\n"
+               "            import sys\n")
+    assert unexplained(planted) == [2, 4, 13]
+    bad = [f"{p.relative_to(PKG)}:{n}" for p in _package_files() for n in unexplained(p.read_text())]
+    assert not bad, f"move these imports to their module's top, or say why they stay on or above their line: {bad}"

@@ -27,11 +27,13 @@ from ..decode import generate
 from ..eval.likelihood import predicted_bits
 from ..eval.metrics import gen_nats, word_validity
 from ..models.handle import model_block
+from ..models.kv_cache import BlockCache
 from ..models.load import EMBEDDED, load, model_folder
 from ..samplers import registry
 from ..training.convert import as_block_model
 from ..training.prompts import sample_prompts
 from ..training.recipes import RECIPES, curve_steps
+from . import block_speed, task_convert
 from .common import Column, find_model, format_table, metadata, train_seconds
 from .likelihood import pick_windows
 from .samplers import nats_figures
@@ -83,7 +85,6 @@ def likelihood(models=LIKELIHOOD_MODELS, windows: int = WINDOWS, mc_num: int = M
 
 def quality_row(lm, ar, prompts: list[str], rule, steps: int) -> dict:
     """One rule on the prompts in one batch: TPF, NFE, gen-PPL (interval, per-prompt parts), word validity."""
-    from ..models.kv_cache import BlockCache
     fast = BlockCache(lm) if model_block(lm) else lm                                # identical tokens (tested)
     knobs = {**KNOBS, "block_length": model_block(lm) or KNOBS["block_length"]}     # a block model in its own blocks
     out = generate(fast, prompts, rule, steps=steps, seed=0, **knobs)
@@ -153,7 +154,6 @@ def curves(runs="runs", windows: int = WINDOWS, mc_num: int = CURVE_MC_NUM, log=
 
 
 def bench_blocks(parts=PARTS, runs="runs", log=None) -> dict:
-    from . import block_speed, task_convert
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise ValueError(f"parts must be among {', '.join(PARTS)}; got {sorted(unknown)}")

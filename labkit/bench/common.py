@@ -17,6 +17,7 @@ from typing import Callable
 
 import torch
 
+from .. import threads
 from ..models.load import EMBEDDED, load
 
 
@@ -76,8 +77,6 @@ def train_seconds(folder: Path) -> float:
 
 def metadata(lm) -> dict:
     """Where and when a benchmark ran: model, device, torch version, threads, cores, UTC time."""
-    from .. import threads
-
     return {"model": lm.name, "device": str(lm.device), "torch": torch.__version__,
             "threads": torch.get_num_threads(), "cores": threads.cores(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}

@@ -15,7 +15,8 @@ import torch
 
 from ..eval.evaluate import WINDOW, heldout_windows
 from ..eval.likelihood import ar_bits, check_mc_num, elbo_bits
-from .common import metadata
+from ..models.load import load
+from .common import Column, format_table, metadata
 
 MC_NUMS = (1, 4, 16, 64)
 WINDOWS = 32                # held-out windows (of 256 tokens), evenly spaced over the plays
@@ -68,8 +69,6 @@ def bench_likelihood(models=("tiny", "tiny-cap"), ar_model: str = "tiny-ar", mc_
     """The likelihood table: each of `models` (masked; names or folders) at each mc_num against
     `ar_model`'s exact bits per token, on `windows` held-out windows. A model whose windows differ
     from the AR model's (another tokenizer) gets no paired gap."""
-    from ..models.load import load
-
     mc_nums = [check_mc_num(m) for m in mc_nums]     # every argument checked before a model loads
     if not models:
         raise ValueError("models must name at least one masked model")
@@ -92,8 +91,6 @@ def bench_likelihood(models=("tiny", "tiny-cap"), ar_model: str = "tiny-ar", mc_
 
 def table(r: dict) -> str:
     """The result as a fixed-width text table."""
-    from .common import Column, format_table
-
     def fmt(x):
         return "-" if x is None else f"{x:.4f}"
     cols = [Column("model", 16, align="<"), Column("mc_num", 7), Column("bits/token", 11), Column("± s.e.", 9),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from ..models.load import load
 from .common import metadata
 
 TASK = "labkit_shakespeare_complete"
@@ -29,10 +30,10 @@ MODELS = ("tiny", "tiny-cap")
 
 def run_one(model: str, rule: str, knobs: dict, limit: int | None, batch_size: int = 16) -> dict:
     """One simple_evaluate of TASK: its metrics, the decode log's NFE and TPF, and the wall time."""
-    import lm_eval
-    from lm_eval.tasks import TaskManager
+    import lm_eval  # the eval extra: `labkit bench` lists this benchmark without it
+    from lm_eval.tasks import TaskManager  # the eval extra
 
-    from ..eval.harness import TASKS_DIR, LabkitLM
+    from ..eval.harness import TASKS_DIR, LabkitLM  # imports lm_eval, the eval extra
 
     lm = LabkitLM(model=model, sampler=rule, batch_size=batch_size, **knobs)
     t0 = time.perf_counter()
@@ -45,8 +46,6 @@ def run_one(model: str, rule: str, knobs: dict, limit: int | None, batch_size: i
 
 def bench_lm_eval(models=MODELS, limit: int | None = None, log=None) -> dict:
     """Every rule of RULES on every model: {"meta", "task", "limit", "rows": [...]}."""
-    from ..models.load import load
-
     rows = []
     for model in models:
         for label, rule, knobs in RULES:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
 
+from .. import defaults, threads
+from ..models.load import load
 from ..ui import widgets
 from ..ui.widgets import LIVE_EVERY, preset_knobs
 from .common import metadata
@@ -69,11 +74,6 @@ print("RESULT " + json.dumps(r))
 
 def _panel_child(model: str, repeats: int, env: dict, live: float | None, timeout: float) -> dict:
     """regenerate_latency in a fresh process (thread pools and OpenMP settings start anew)."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     code = _CHILD.format(model=model, repeats=repeats, live=live, tokens=PANEL_TOKENS)
     full_env = {k: v for k, v in os.environ.items() if k not in ("LABKIT_THREADS", "OMP_WAIT_POLICY")}
     r = subprocess.run([sys.executable, "-c", code], env={**full_env, **env}, capture_output=True,
@@ -88,8 +88,6 @@ class busy_neighbour:
     """A CPU-bound process beside the benchmark for the duration of a `with` block."""
 
     def __enter__(self):
-        import subprocess
-        import sys
         self.proc = subprocess.Popen([sys.executable, "-c", BUSY_NEIGHBOUR])
         time.sleep(BUSY_NEIGHBOUR_START_S)
         return self
@@ -106,9 +104,6 @@ def bench_panel(model: str = "tiny", *, repeats: int = 5, rounds: int = 2, log=N
     alike); plus S mode on the parallel model and the cost of drawing the run live (on and off
     interleaved, three times each). `summary`: per setting, the median over rounds of the median
     press, the slowest press and the slowest first press."""
-    from .. import defaults, threads
-    from ..models.load import load
-
     for name, v in (("repeats", repeats), ("rounds", rounds)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")

@@ -122,7 +122,7 @@ def table(results: dict, title: str = "") -> str:
 
 def frontier_figure(runs: dict[str, dict]):
     """Matplotlib figure: TPF (x) against gen-PPL (y) for each model's samplers; lower right is better."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # on the first figure: `labkit`'s start and the tables need none
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for (model, results), marker in zip(runs.items(), "os^D"):

@@ -11,7 +11,10 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .common import metadata
+from ..decode import generate
+from ..serve.schemas import answer
+from ..training.prompts import sample_prompts
+from .common import Column, format_table, metadata
 
 LEVELS = (1, 4, 16, 64)
 
@@ -22,7 +25,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _level(url: str, prompts: list[str], clients: int, requests: int, knobs: dict) -> dict:
-    import httpx
+    import httpx  # no labkit dependency (jupyterlab, the lab's extra, brings it): only this bench's clients
 
     def client(i: int) -> list[tuple[float, int]]:
         out = []
@@ -47,9 +50,6 @@ def _level(url: str, prompts: list[str], clients: int, requests: int, knobs: dic
 
 def _loop_speed(lm, prompts: list[str], batch: int, gen_length: int, repeats: int) -> dict:
     """The loop's own answer tokens per second at `batch` rows (median of repeats)."""
-    from ..decode import generate
-    from ..serve.schemas import answer
-
     rates = []
     for r in range(repeats):
         rows = [prompts[(r * batch + i) % len(prompts)] for i in range(batch)]
@@ -67,8 +67,7 @@ def bench_serve(lm, *, levels=LEVELS, requests: int = 2, gen_length: int = 32, m
                 loop_repeats: int = 3, log=None) -> dict:
     """Requests/s, tokens/s and p50/p95 latency per client level with batching on and off, and the
     served tokens/s at `max_batch` clients over the loop's own at batch `max_batch`."""
-    from ..serve.app import create_app, run_in_thread
-    from ..training.prompts import sample_prompts
+    from ..serve.app import create_app, run_in_thread  # fastapi, the serve extra: `labkit bench` lists this without it
 
     if any(not isinstance(c, int) or c < 1 for c in levels) or requests < 1 or gen_length < 1:
         raise ValueError(f"levels, requests and gen_length must be positive integers, got {levels!r}, "
@@ -100,8 +99,6 @@ def bench_serve(lm, *, levels=LEVELS, requests: int = 2, gen_length: int = 32, m
 
 
 def table(r: dict) -> str:
-    from .common import Column, format_table
-
     cols = [Column("mode", 15, align="<"), Column("clients", 8), Column("req/s", 9, ".2f"), Column("tok/s", 9, ".0f"),
             Column("p50 s", 9, ".3f"), Column("p95 s", 9, ".3f")]
     rows = [(mode, x["clients"], x["requests_per_s"], x["tokens_per_s"], x["p50_s"], x["p95_s"])

@@ -10,10 +10,17 @@ the model, is a ratio <= 1.053); trace_overhead_ratio = full / no trace (target 
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import torch
 
 from ..decode import generate, stream
-from ..samplers import LowConfidence
+from ..eval.metrics import gen_ppl
+from ..models.kv_cache import CausalCache, DualCache, PrefixCache
+from ..models.tiny_net import TinyDLM
+from ..profile import peak_memory
+from ..samplers import Autoregressive, LowConfidence, Threshold
 from ..training.prompts import long_prompts, sample_prompts
 from .common import check_repeats, interleaved, metadata
 
@@ -65,8 +72,6 @@ def bench_batch(lm, *, sizes=(1, 4, 8, 16), beyond: bool | None = None, max_batc
     step, gen_length steps), for each b in `sizes`, then (with `beyond`, default on a GPU) doubling
     until memory runs out or `max_batch`. Running out of memory ends the sweep with a message in
     `stopped`; it is never raised. Per size: ms per step, tokens/s, peak memory."""
-    from ..profile import peak_memory
-
     sizes = list(sizes)
     if not sizes or any(not isinstance(b, int) or b < 1 for b in sizes):
         raise ValueError(f"sizes must be positive integers, got {sizes!r}")
@@ -113,11 +118,6 @@ def with_context(lm, n: int):
     """A copy of a labkit TinyDLM model whose rotary positions reach n tokens (the weights are
     shared in value, not trained there). Past the trained context its text is out of
     distribution, but a forward pass costs what it would cost: for speed studies only."""
-    import copy
-    import dataclasses
-
-    from ..models.tiny_net import TinyDLM
-
     if lm.max_length is None or n <= lm.max_length:
         return lm
     if not isinstance(lm.net, TinyDLM):
@@ -140,9 +140,6 @@ def bench_length(lm, ar, *, lengths=(32, 64, 128, 256, 512), fixed_steps: int = 
     Greedy; per run one warm-up, then the median of `repeats` timed runs. Lengths past a model's
     context run on `with_context` copies (rows marked `beyond_context`: speed figures only) when
     `extend_context`, else are `skipped`."""
-    from ..models.kv_cache import CausalCache, DualCache
-    from ..samplers import Autoregressive, Threshold
-
     check_repeats(repeats)
     rows, skipped = [], []
     n_prompt = max(len(lm.encode(prompt)), len(ar.encode(prompt)))
@@ -177,7 +174,7 @@ def bench_length(lm, ar, *, lengths=(32, 64, 128, 256, 512), fixed_steps: int = 
 
 def sweep_figure(batch: dict | None = None, length: dict | None = None):
     """Matplotlib figure: tokens/s against batch size, and forward passes / seconds against length."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # on the first figure: `labkit`'s start and the tables need none
 
     panels = [p for p in (batch, length) if p]
     fig, axes = plt.subplots(1, len(panels) + (1 if length else 0), figsize=(5 * (len(panels) + bool(length)), 3.8))
@@ -219,10 +216,6 @@ def bench_cache(lm, ar, *, n_prompts: int = 8, repeats: int = 3, gen_length: int
     """PrefixCache and DualCache against no cache, greedy, on long held-out prompts (one batch):
     speedup (median wall time of `repeats` interleaved runs), share of answers identical to the
     uncached ones, and gen-PPL of each."""
-    from ..eval.metrics import gen_ppl
-    from ..models.kv_cache import DualCache, PrefixCache
-    from ..samplers import Threshold
-
     budget = LONG_PROMPT_TOKENS if lm.max_length is None else min(LONG_PROMPT_TOKENS, lm.max_length - gen_length)
     prompts = long_prompts(lm, n_prompts, max_tokens=budget)
     rules = rules or {"low_confidence": LowConfidence(), "threshold_0.9": Threshold(threshold=0.9)}

@@ -7,6 +7,11 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
+
+from ..eval.likelihood import predicted_bits
+from ..models.load import load
+from .likelihood import pick_windows
 
 HOLD_WINDOWS = 16          # held-out windows the check reads
 HOLD_TOLERANCE = 0.005     # bits per token the 16-bit weights may lose
@@ -17,12 +22,6 @@ def store_16bit(folder: str | Path, windows: int = HOLD_WINDOWS, tolerance: floa
     `windows` held-out windows (eval.likelihood.predicted_bits, one fixed seed) move by at most
     `tolerance`; else leave it at 32 bits. Returns (and writes into training.json as `stored`) the
     two figures, the bytes before and after, and the decision."""
-    from safetensors.torch import load_file, save_file
-
-    from ..eval.likelihood import predicted_bits
-    from ..models.load import load
-    from .likelihood import pick_windows
-
     folder = Path(folder)
     path = folder / "model.safetensors"
     state = load_file(path)

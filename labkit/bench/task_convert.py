@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..eval.exact import evaluate_tasks
 from ..models.load import load, model_folder, tiny_handle
+from ..training.loop import build_model
 from ..training.recipes import RECIPES, SUDOKU_CURVE_STEPS
 from .common import find_model, train_seconds
 
@@ -32,7 +33,6 @@ def _accuracy(lm, rule: str, knobs: dict, n: int | None) -> dict:
 
 def step_zero():
     """The AR twin's weights on the masked canvas before training (the recipe's build_model), as a model."""
-    from ..training.loop import build_model
     twin = load(TWIN)
     net = build_model(RECIPES[CONVERTED], twin.tokenizer).eval()
     return tiny_handle(net, twin.tokenizer, f"{TWIN} on the canvas (step 0)")

@@ -76,7 +76,7 @@ def frontier_figure(result: dict):
     """TPF against exact-match accuracy of the masked task models (every order and parallel rule;
     S and Q mode on Sudoku, whose model learned to edit), beside Shakespeare's TPF against gen-PPL
     (× the one-token-per-step run) for tiny and tiny-cap: confidence follows predictability."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # on the first figure: `labkit`'s start and the tables need none
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     for pair, task in (("facts", "mirror"), ("add", "addition"), ("sudoku", "sudoku")):

@@ -14,10 +14,13 @@ two more draft-and-edit threshold pairs). The tables read from the JSON are in
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from pathlib import Path
 
 from ..eval.exact import evaluate_tasks
+from ..models.load import load, model_folder
 from .common import metadata
 
 # pair → (masked model, AR twin, its tasks)
@@ -80,7 +83,6 @@ def run_pair(pair: str, lm, ar=None, n: int | None = None, labels=None, log=None
         if log:
             log(f"{lm.name} · {label}: " + ", ".join(f"{t} {v['accuracy']:.3f}" for t, v in r["tasks"].items()))
     if pair == "sudoku" and (labels is None or SOLVER_LABEL in labels):
-        from ..models.load import load
         solver_lm = load(SOLVER_TWIN, device=lm.device if lm is not None else "cpu")
         t0 = time.perf_counter()
         r = evaluate_tasks(solver_lm, "autoregressive", tasks=tasks, n=n)
@@ -101,8 +103,6 @@ def run_pair(pair: str, lm, ar=None, n: int | None = None, labels=None, log=None
 def shakespeare_rows(samplers_json: str | Path) -> list[dict]:
     """The Shakespeare models' rows of the committed speed-quality table: TPF and gen-PPL, and
     gen-PPL as a multiple of the same model's one-token-per-step run."""
-    import json
-
     data = json.loads(Path(samplers_json).read_text())
     by_model = {"tiny": data, "tiny-cap": data["cap"]}
     rows = []
@@ -118,8 +118,6 @@ def refresh_rows(result: dict, pair: str, labels: list[str], n: int | None = Non
                  log=None) -> dict:
     """`result` (a tasks.json) with the rows of `labels` on `pair` run again (or added, in RULES'
     order with the twins last): the other rows are kept as they are."""
-    from ..models.load import load
-
     known = [r[0] for r in rules_for(pair)] + ([SOLVER_LABEL] if pair == "sudoku" else []) + [AR_LABEL]
     bad = [x for x in labels if x not in known]
     if bad:
@@ -137,8 +135,6 @@ def bench_tasks(samplers_json: str | Path, pairs=tuple(PAIRS), n: int | None = N
                 log=None) -> dict:
     """The whole comparison: every rule on each pair's masked model, its AR twin (on Sudoku also
     the AR twin trained in a solver's order), and the Shakespeare rows."""
-    from ..models.load import load
-
     out = {"meta": None, "pairs": {}, "shakespeare": shakespeare_rows(samplers_json)}
     for pair in pairs:
         masked, twin, tasks = PAIRS[pair]
@@ -162,10 +158,6 @@ def seed_runs(folder: str | Path = SEED_RUNS, seeds=SEEDS, n: int | None = None,
     orders and rules, or the AR twin's), and the evaluation is kept in folder/ as
     `<model>-seed<k>.eval.json`, so a rerun evaluates only what is new: the order effect's spread
     across seeds."""
-    import json
-
-    from ..models.load import model_folder
-
     masked, twin, _ = PAIRS["sudoku"]
     runs, minutes = [], {}
     for seed in seeds:
@@ -183,11 +175,6 @@ def seed_runs(folder: str | Path = SEED_RUNS, seeds=SEEDS, n: int | None = None,
 def _seed_eval(name: str, run: Path, seed: int, folder: Path, n: int | None, log) -> list[dict]:
     """run_pair's rows for one model of the Sudoku pair at one seed, read from its kept evaluation
     when that evaluation was of the same weights, items and rules."""
-    import hashlib
-    import json
-
-    from ..models.load import load
-
     weights = hashlib.sha256((run / "model.safetensors").read_bytes()).hexdigest()
     key = {"weights": weights, "n": n, "labels": list(SEED_RULES)}
     kept = folder / f"{name}-seed{seed}.eval.json"

@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+from ..bench import controls, draft_edit, likelihood, lm_eval, panel, samplers, serve, speed, steering, task_tables, tasks
+from ..models.load import load
+from . import bench_blocks as blocks_cmd
+from . import bench_training as trained
 from .common import SCRATCH, bench_input, load_model, model_args, progress_log, report, save
 
 
@@ -26,8 +31,6 @@ def add_parser(sub) -> None:
 
 def _benchmarks() -> dict:
     """name → (what it measures, its runner, the flags it reads): the one list of benchmarks."""
-    from . import bench_blocks as blocks_cmd
-    from . import bench_training as trained
     return {
         "samplers": ("the speed-quality table of every sampler on held-out prompts", _bench_samplers,
                      (model_args, _cap_model, _ar_model, _prompts, _gen_length(128, "block 32"), _only, _seed,
@@ -200,29 +203,22 @@ def _requests(p) -> None:
 
 # --- the benchmarks ----------------------------------------------------------------------------------------
 def _bench_likelihood(a) -> int:
-    from ..bench.likelihood import bench_likelihood, table
-
     if a.windows < 0:
         raise ValueError(f"--windows must be 0 (all) or at least 2, got {a.windows}")
-    r = bench_likelihood(a.models, a.ar_model, a.mc_nums, windows=a.windows or None, seed=a.seed,
+    r = likelihood.bench_likelihood(a.models, a.ar_model, a.mc_nums, windows=a.windows or None, seed=a.seed,
                          device=a.device, log=progress_log(a), window_tokens=a.window_tokens)
-    return report(a, "likelihood.json", r, lambda r: print(table(r)))
+    return report(a, "likelihood.json", r, lambda r: print(likelihood.table(r)))
 
 
 def _bench_serve(a) -> int:
     """serve: `labkit serve` in-process under 1-64 concurrent clients, batching on and off, against the loop."""
-    from ..bench.serve import LEVELS, bench_serve, table
-
-    r = bench_serve(load_model(a), levels=tuple(a.clients or LEVELS), requests=a.requests,
+    r = serve.bench_serve(load_model(a), levels=tuple(a.clients or serve.LEVELS), requests=a.requests,
                     gen_length=a.gen_length or 32, log=progress_log(a))
-    return report(a, "serve.json", r, lambda r: print(table(r)))
+    return report(a, "serve.json", r, lambda r: print(serve.table(r)))
 
 
 def _bench_cache(a) -> int:
-    from ..bench.speed import bench_cache
-    from ..models.load import load
-
-    r = bench_cache(load_model(a), load(a.ar_model, device=a.device), repeats=a.repeats, gen_length=a.gen_length or 128)
+    r = speed.bench_cache(load_model(a), load(a.ar_model, device=a.device), repeats=a.repeats, gen_length=a.gen_length or 128)
 
     def table(r):
         print(f"== KV cache, {r['model']} on {r['device']}, {r['prompts']} long held-out prompts "
@@ -238,18 +234,15 @@ def _bench_cache(a) -> int:
 
 def _bench_sweeps(a) -> int:
     """batch: the batch sweep; length: the AR-vs-diffusion length study. JSON + a plot each."""
-    from ..bench.speed import LENGTH_RUNS, bench_batch, bench_length, sweep_figure
-    from ..models.load import load
-
     lm = load_model(a)
     log = progress_log(a)
     if a.what == "batch":
-        r = bench_batch(lm, sizes=a.sizes or (1, 4, 8, 16), gen_length=a.gen_length or 64, log=log)
-        fig = sweep_figure(batch=r)
+        r = speed.bench_batch(lm, sizes=a.sizes or (1, 4, 8, 16), gen_length=a.gen_length or 64, log=log)
+        fig = speed.sweep_figure(batch=r)
     else:
         given = {k: v for k, v in (("lengths", a.lengths), ("repeats", a.repeats)) if v}   # else bench_length's defaults
-        r = bench_length(lm, load(a.ar_model, device=a.device), extend_context=not a.no_extend, log=log, **given)
-        fig = sweep_figure(length=r)
+        r = speed.bench_length(lm, load(a.ar_model, device=a.device), extend_context=not a.no_extend, log=log, **given)
+        fig = speed.sweep_figure(length=r)
     out = save(a, f"{a.what}.json", r)
     fig.savefig(out / f"{a.what}.png", dpi=110)
     if a.json:
@@ -269,7 +262,7 @@ def _bench_sweeps(a) -> int:
         print("NFE / seconds per answer; cached = KV cache (AR: exact; diffusion: dual cache)")
         print(f"{'length':>7}" + "".join(f"{n:>16}" for n in ("ar", "ar cached", "diff fixed", "diff thr", "diff thr cached")))
         for row in r["rows"]:
-            print(f"{row['length']:>7}" + "".join(f"{row[n]['nfe']:>8} {row[n]['seconds']:>7.2f}" for n in LENGTH_RUNS)
+            print(f"{row['length']:>7}" + "".join(f"{row[n]['nfe']:>8} {row[n]['seconds']:>7.2f}" for n in speed.LENGTH_RUNS)
                   + ("  (beyond the trained context: speed only)" if row["beyond_context"] else ""))
         if r["skipped"]:
             print(f"skipped: {r['skipped']}")
@@ -278,8 +271,6 @@ def _bench_sweeps(a) -> int:
 
 
 def _bench_overhead(a) -> int:
-    from ..bench.speed import bench_overhead
-
     def table(r):
         print(f"== labkit overhead, {r['model']} on {r['device']}, gen_length {r['gen_length']}, {r['nfe']} "
               f"forward passes, median of {r['repeats']} interleaved runs")
@@ -288,23 +279,18 @@ def _bench_overhead(a) -> int:
         print(f"labkit_overhead_ratio {r['labkit_overhead_ratio']:.3f} ({100 * r['overhead_share']:.1f}% of the "
               f"wall time outside the model; target <= 5%) | trace_overhead_ratio {r['trace_overhead_ratio']:.3f} "
               f"(target <= 1.10)")
-    return report(a, "overhead.json", bench_overhead(load_model(a), repeats=a.repeats, gen_length=a.gen_length or 128),
+    return report(a, "overhead.json", speed.bench_overhead(load_model(a), repeats=a.repeats, gen_length=a.gen_length or 128),
                   table)
 
 
 def _bench_controls(a) -> int:
-    from pathlib import Path
-
-    from ..bench.controls import bench_edit, bench_keywords, keyword_triples, parse_keywords
-    from ..models.load import load
-
     lm, ar = load_model(a), load(a.ar_model, device=a.device)
     a.gen_length = a.gen_length or 64
-    triples = parse_keywords(a.keywords) if a.keywords else keyword_triples(a.triples, seed=a.seed)
+    triples = controls.parse_keywords(a.keywords) if a.keywords else controls.keyword_triples(a.triples, seed=a.seed)
     methods = a.methods or ["place", "boost", "boost_only"]
     runs, free = {}, None
     for m in methods:
-        runs[m] = bench_keywords(lm, ar, triples, method=m, samples=a.samples, gen_length=a.gen_length,
+        runs[m] = controls.bench_keywords(lm, ar, triples, method=m, samples=a.samples, gen_length=a.gen_length,
                                  seed=a.seed, unconstrained=free)
         free = runs[m]["unconstrained"]
     main = runs[methods[0]]
@@ -314,7 +300,7 @@ def _bench_controls(a) -> int:
                          for m, r in runs.items()}
     result["examples"] = [{"keywords": list(t), "text": x} for t, x in zip(triples, main["texts"][::a.samples])][:4]
     if not a.keywords:
-        result.update(bench_edit(lm, ar, seed=a.seed))
+        result.update(controls.bench_edit(lm, ar, seed=a.seed))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     if not a.keywords:          # the committed results are the built-in set's
@@ -341,8 +327,6 @@ def _bench_controls(a) -> int:
 def _bench_panel(a) -> int:
     """Generate → every view re-rendered, on the lab panel: 64 tokens, 64 steps, greedy; each
     thread setting quiet and next to a busy neighbour process; live drawing on and off; S mode."""
-    from ..bench.panel import bench_panel
-
     def table(r):
         print(f"== lab panel, {r['model']}, 64 tokens in 64 steps, greedy, {r['rounds']} rounds of {r['repeats']} "
               f"presses per setting, {r['cores']} cores (target: generate <= 1.5 s)")
@@ -358,75 +342,64 @@ def _bench_panel(a) -> int:
               f"redraws) against {lv['off']['generate_median_s']:.3f} s without: x{lv['cost_ratio']:.3f}")
         print(f"S mode on {sm['model']}: generate {sm['generate_median_s']:.3f} s, {sm['steps']} steps; "
               f"scrub {1000 * sm['scrub_median_s']:.1f} ms per step move")
-    r = bench_panel(a.model, repeats=a.repeats, rounds=a.rounds, log=progress_log(a))
+    r = panel.bench_panel(a.model, repeats=a.repeats, rounds=a.rounds, log=progress_log(a))
     return report(a, "panel.json", r, table)
 
 
 def _bench_samplers(a) -> int:
-    from ..bench.samplers import bench_samplers, frontier_figure, table
-    from ..models.load import load
-
     lm, ar = load_model(a), load(a.ar_model, device=a.device)
     log = progress_log(a)
     a.gen_length = a.gen_length or 128
     kw = dict(n_prompts=a.prompts, names=a.only or None, seed=a.seed, log=log, gen_length=a.gen_length)
-    results = bench_samplers(lm, ar, **kw)
+    results = samplers.bench_samplers(lm, ar, **kw)
     runs = {a.model: results}
     if a.cap_model:
-        cap = bench_samplers(load(a.cap_model, device=a.device), ar, with_ar=False, **kw)
+        cap = samplers.bench_samplers(load(a.cap_model, device=a.device), ar, with_ar=False, **kw)
         results = {**results, "cap": cap}
         runs[a.cap_model] = cap
     out = save(a, "samplers.json", results)
-    fig = frontier_figure(runs)
+    fig = samplers.frontier_figure(runs)
     fig.savefig(out / "samplers_frontier.png", dpi=120)
     if a.json:
         print(json.dumps(results))
     else:
         for model, res in runs.items():
-            print(table(res, title=f"== {model} ({a.prompts} held-out prompts, gen_length {a.gen_length}, "
+            print(samplers.table(res, title=f"== {model} ({a.prompts} held-out prompts, gen_length {a.gen_length}, "
                                    f"block 32, greedy, batch 1)"))
         print(f"written: {out / 'samplers.json'}, {out / 'samplers_frontier.png'}")
     return 0
 
 
 def _bench_tasks(a) -> int:
-    from ..bench.task_tables import frontier_figure, table
-    from ..bench.tasks import PAIRS, bench_tasks
-
     pairs = [p.strip() for p in a.pairs.split(",") if p.strip()]
-    if not pairs or any(p not in PAIRS for p in pairs):
-        raise ValueError(f"--pairs must name some of {', '.join(PAIRS)}, got {a.pairs!r}")
+    if not pairs or any(p not in tasks.PAIRS for p in pairs):
+        raise ValueError(f"--pairs must name some of {', '.join(tasks.PAIRS)}, got {a.pairs!r}")
     if a.rows:
-        from ..bench.tasks import refresh_rows
-        result = refresh_rows(json.loads(open(bench_input(a, "tasks.json")).read()), pairs[0],
+        result = tasks.refresh_rows(json.loads(open(bench_input(a, "tasks.json")).read()), pairs[0],
                               [x.strip() for x in a.rows.split(";")], n=a.n, device=a.device, log=progress_log(a))
     else:
-        result = bench_tasks(bench_input(a, "samplers.json"), pairs=pairs, n=a.n, device=a.device, log=progress_log(a))
+        result = tasks.bench_tasks(bench_input(a, "samplers.json"), pairs=pairs, n=a.n, device=a.device, log=progress_log(a))
     out = save(a, "tasks.json", result)
-    if set(pairs) == set(PAIRS) and not a.rows:
-        frontier_figure(result).savefig(out / "tasks_frontier.png", dpi=120)
+    if set(pairs) == set(tasks.PAIRS) and not a.rows:
+        task_tables.frontier_figure(result).savefig(out / "tasks_frontier.png", dpi=120)
     if a.json:
         print(json.dumps(result))
     else:
         for pair in pairs:
-            for task in PAIRS[pair][2]:
-                print(table(result, pair, task), "\n")
+            for task in tasks.PAIRS[pair][2]:
+                print(task_tables.table(result, pair, task), "\n")
         print(f"written: {out / 'tasks.json'}")
     return 0
 
 
 def _bench_notebook(a) -> int:
     """draft-edit, steering: the sweeps notebooks 04 and 06 print from their JSON (and run in part live)."""
-    from ..bench import draft_edit, steering
-
     mod, run = {"draft-edit": (draft_edit, draft_edit.bench_draft_edit), "steering": (steering, steering.bench_steering)}[a.what]
     return report(a, f"{a.what.replace('-', '_')}.json", run(log=progress_log(a)), lambda r: print(mod.table(r)))
 
 
 def _bench_lm_eval(a) -> int:
-    from ..bench.lm_eval import bench_lm_eval, table
-
     if a.limit is not None and a.limit < 1:
         raise ValueError(f"--limit must be a positive integer, got {a.limit}")
-    result = bench_lm_eval(limit=a.limit, log=progress_log(a))
-    return report(a, "lm_eval.json", result, lambda r: print(table(r)))
+    result = lm_eval.bench_lm_eval(limit=a.limit, log=progress_log(a))
+    return report(a, "lm_eval.json", result, lambda r: print(lm_eval.table(r)))

@@ -291,7 +291,7 @@ def _remote_code_error(name: str, family, e: Exception) -> ValueError:
     transformers: most were written for transformers 4.x."""
     import transformers  # see EMBEDDED
 
-    from .families import FAMILIES
+    from .families import FAMILIES  # transformers: see EMBEDDED
 
     natives = ", ".join(f.name for f in FAMILIES)
     first = (str(e).splitlines() or [""])[0][:200]

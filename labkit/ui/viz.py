@@ -61,7 +61,7 @@ def notebook_mode() -> None:
     the pointer enters it. Call it once in a notebook's first cell."""
     import plotly.io as pio  # on first use: see the note above
 
-    from .static import register
+    from .static import register  # on first use: see the note above
     pio.renderers.default = register()
 
 
