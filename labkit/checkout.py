@@ -6,7 +6,7 @@ figures and the doctor's reference time).
 are package data, labkit/weights); what reads the checkout asks `root(what)` for it, which names
 `what` and how to get one when there is none.
 
-The checkout is found once, in this order: the one this package was imported from (an editable
+The checkout is found in one place (`find`), in this order: the one this package was imported from (an editable
 install, or a virtual environment inside the clone), so the code and the notebooks it teaches with
 belong together; else the first from the current directory upwards.
 """

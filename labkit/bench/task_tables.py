@@ -6,11 +6,11 @@ against the JSON)."""
 from __future__ import annotations
 
 from ..models.load import model_folder
+from ..tasks import REVERSAL_MODES  # noqa: F401  (re-exported: the reversal groups in table order, one definition)
 from .common import Column, format_table
 from .tasks import EDIT_LABELS, ONE_PER_STEP, PAIRS, PARALLEL
 
 SUDOKU_LEVELS = ("easy", "medium", "hard")
-REVERSAL_MODES = ("forward", "backward_infill", "backward_reversed")
 
 
 def run_of(result: dict, pair: str, label: str) -> dict:
