@@ -12,49 +12,33 @@ import dataclasses
 
 import pytest
 import torch
+from rl_common import SMALL, rollouts_with_signal
 
 from labkit.models.load import model_folder
 from labkit.models.tokenizer import load_tokenizer
 from labkit.training.loop import RECIPES, Run, TrainConfig, build_model, distill_loss, setup, train_step
 from labkit.training.rl import (
-    RLConfig,
     draw,
     estimate,
-    group_advantages,
     grpo_loss,
     kl_to_ref,
     policy_logits,
     policy_update,
     rl_step,
-    rollout,
     setup_rl,
-    step_questions,
 )
 
-SMALL = RLConfig(init_from="tiny-sudoku", rule="speed", temperature=1.0, surrogate="elbo", questions=2, group=4,
-                 inner_steps=2, steps=2, clues=(10, 13), lr=1e-4, ckpt_every=100)
 CASES = {"elbo": SMALL,
          "one_pass": dataclasses.replace(SMALL, surrogate="one_pass"),
          "block_elbo": dataclasses.replace(SMALL, surrogate="block_elbo", block_length=16, kept_weight=0.5),
          "exact": dataclasses.replace(SMALL, init_from="tiny-sudoku-ar", rule="autoregressive", surrogate="exact")}
 
 
-def rollouts_with_signal(run):
-    """Rollouts of the run's first step (on the CPU, as the trace keeps them) whose group rewards differ."""
-    cfg = run.cfg
-    for seed in range(20):
-        rolls = rollout(run.lm, step_questions(cfg, seed), run.rule, cfg.group, seed)
-        adv = group_advantages(rolls.reward, cfg.group)
-        if (adv != 0).any():
-            keep = adv != 0
-            return rolls.x[keep], rolls.written[keep], adv[keep]
-    raise AssertionError("no rollout group with differing rewards in 20 seeds")
-
-
 @pytest.fixture(scope="module", params=sorted(CASES))
 def rl_case(request, tmp_path_factory):
     run = setup_rl(CASES[request.param], tmp_path_factory.mktemp(request.param), log=lambda m: None)
-    return run, rollouts_with_signal(run)
+    rolls, adv, keep = rollouts_with_signal(run)
+    return run, (rolls.x[keep], rolls.written[keep], adv[keep])
 
 
 def test_the_surrogates_allocate_nothing_off_their_inputs_device(rl_case):

@@ -8,11 +8,11 @@ GRPO as the diffusion papers adapt it. Each step:
 2. advantages, normalised within each question's group: A = (r − mean_g r) / (std_g r + ε);
 3. a likelihood surrogate ℓ_θ(y) of each rollout y (a diffusion LM's exact log p(y) is
    intractable), drawn once per batch and reused by the inner updates: one of
-   `labkit.training.surrogates.SURROGATES` (d1's one pass, ESPO's ELBO, EBPO's block ELBO, or the
-   AR twin's exact log p, described there);
+   `labkit.training.surrogates.SURROGATES` (d1's one pass, ESPO's ELBO, EBPO's block ELBO, TraceRL's
+   trajectory replayed from the rollouts' trace, or the AR twin's exact log p, described there);
 4. `inner_steps` updates of the clipped objective
        J = mean over rows of min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A) − β · KL(π_θ ‖ π_ref),
-   ρ = exp(ℓ_θ − ℓ_old) per token (one_pass, exact) or per sequence (elbo, block_elbo); the KL
+   ρ = exp(ℓ_θ − ℓ_old) per token (one_pass, exact) or per sequence (elbo, block_elbo, trajectory); the KL
    is exact over the vocabulary at every position the surrogate reads, to the starting model.
 
     labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl    # resumes from rl_ckpt.pt
@@ -236,7 +236,8 @@ def rl_step(run: RLRun) -> dict:
            "signal_rows": int(keep.sum()), "rollout_seconds": round(time.perf_counter() - t0, 2)}
     if keep.any():
         g = torch.Generator().manual_seed(noise_seed(cfg.seed, run.step))
-        loss, parts = policy_update(run, rolls.x[keep], rolls.written[keep], adv[keep], g)
+        loss, parts = policy_update(run, rolls.x[keep], rolls.written[keep], adv[keep], g, trace=rolls.trace,
+                                    rows=keep.nonzero().squeeze(1))
         rec.update(loss=round(float(loss), 5), clip_fraction=round(float(parts["clip_fraction"]), 4),
                    kl=round(float(parts["kl"]), 6))
     run.step += 1
@@ -245,14 +246,16 @@ def rl_step(run: RLRun) -> dict:
 
 
 def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor,
-                  g: torch.Generator) -> tuple[torch.Tensor, dict]:
+                  g: torch.Generator, trace=None, rows: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
     """`inner_steps` clipped updates on rollouts x (N, L) with written (N, L) and advantages (N,).
     The surrogate's noise is drawn once from g on the rollouts' device (the CPU, where the trace keeps
     them: a seed gives the same draws whatever the network's device), then the draw, the rollouts and
-    the advantages move to the network's device. Returns the last update's loss (detached) and parts."""
+    the advantages move to the network's device; the "trajectory" surrogate replays `trace`'s rows
+    `rows` (N,) instead. Returns the last update's loss (detached) and parts."""
     cfg, lm = run.cfg, run.lm
     d = draw(cfg.surrogate, x, written, lm.mask_id, g, t_min=cfg.t_min, samples=cfg.elbo_samples,
-             kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask, block_length=cfg.block_length)
+             kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask, block_length=cfg.block_length,
+             trace=trace, rows=rows)
     d, x, adv = on_device(lm.net, d, x, adv)
     with torch.no_grad():
         old = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)

@@ -9,6 +9,9 @@ network (`estimate`):
                the masked ones (+ `kept_weight` · log p of the kept ones), per answer token;
 - "block_elbo" LLaDA2.1's EBPO: the same bound per block of `block_length` answer tokens, the blocks
                before clean and those after masked, summed over blocks;
+- "trajectory" TraceRL's: the rollout's own decoding replayed from its trace, log p of each token at
+               the state where the rule committed or edited it (exact, no Monte Carlo), Σ over the
+               passes per answer token: what the reward scored is what the rule did;
 - "exact"      an AR twin's Σ log p(y_i | y_<i), token-level ratios: the control.
 """
 from __future__ import annotations
@@ -21,7 +24,7 @@ import torch.nn.functional as F
 
 from .masking import mask_tokens, stratified_t
 
-SURROGATES = ("one_pass", "elbo", "block_elbo", "exact")
+SURROGATES = ("one_pass", "elbo", "block_elbo", "trajectory", "exact")
 TOKEN_LEVEL = ("one_pass", "exact")          # per-token ratios; the others one ratio per sequence
 
 
@@ -46,10 +49,11 @@ class Draw:
     scored: torch.Tensor         # (M, L) bool: positions read (the KL's and token ratios' positions)
     causal: bool = False         # logits at i predict token i + 1 (an AR twin)
     n: torch.Tensor = None       # (N,) answer tokens of each rollout row (the per-token normaliser)
+    target: torch.Tensor | None = None   # (M, L) the tokens scored on each canvas (None: the rollout's final x)
 
     def to(self, device: str | torch.device) -> "Draw":
         """The same draw on `device` (the network's)."""
-        moved = {f: getattr(self, f).to(device) for f in ("canvas", "row", "weight", "scored", "n")
+        moved = {f: getattr(self, f).to(device) for f in ("canvas", "row", "weight", "scored", "n", "target")
                  if getattr(self, f) is not None}
         return dataclasses.replace(self, **moved)
 
@@ -59,14 +63,38 @@ def _answer_index(written: torch.Tensor) -> torch.Tensor:
     return torch.where(written, written.long().cumsum(-1) - 1, torch.full_like(written, -1, dtype=torch.long))
 
 
+def trajectory_draw(trace, rows: torch.Tensor, written: torch.Tensor) -> Draw:
+    """The "trajectory" surrogate's canvases: rollout rows `rows` (N,) of a decoding's `trace`,
+    written (N, L) their answer positions. Each recorded pass s gives each row one canvas, the state
+    the model read (the canvas before s), scored at the positions the rule committed or edited at s,
+    against the tokens it wrote there; passes in which none of the rows acted are left out. M = N · S'
+    canvases, pass-major. Deterministic: a trace is replayed, nothing is drawn."""
+    rows = rows.cpu()
+    tokens = trace.tokens()[:, rows].long()                               # (S, N, L) after each pass
+    before = torch.cat([trace.init[rows][None].long(), tokens[:-1]])      # (S, N, L) what each pass read
+    acted = (trace.committed() | trace.edited())[:, rows] & trace.active()[:, rows, None]   # (S, N, L)
+    keep = acted.flatten(1).any(1)                                        # (S,) passes with an action
+    S, N = int(keep.sum()), len(rows)
+    flat = lambda t: t[keep].flatten(0, 1)                                # noqa: E731  (S', N, L) -> (S'·N, L)
+    dev = written.device
+    return Draw("trajectory", flat(before).to(dev), torch.arange(N, device=dev).repeat(S), flat(acted).float().to(dev),
+                flat(acted).to(dev), n=written.sum(-1), target=flat(tokens).to(dev))
+
+
 def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, generator: torch.Generator, *,
          t_min: float = 0.1, samples: int = 1, kept_weight: float = 0.0, prompt_mask: float = 0.15,
-         block_length: int = 0) -> Draw:
-    """The canvases and weights of one estimate of `surrogate` for rollouts x (N, L), written (N, L)."""
+         block_length: int = 0, trace=None, rows: torch.Tensor | None = None) -> Draw:
+    """The canvases and weights of one estimate of `surrogate` for rollouts x (N, L), written (N, L);
+    "trajectory" replays `trace`'s rows `rows` (N,) (the rollouts' decoding) and draws nothing."""
     N, L = x.shape
     dev = x.device
     n = written.sum(-1)                                                  # (N,)
     every = torch.arange(N, device=dev)
+    if surrogate == "trajectory":
+        if trace is None or rows is None or len(rows) != N:
+            raise ValueError("surrogate 'trajectory' replays the rollouts' decoding: give their trace and the "
+                             f"{N} trace rows of x (rows=)")
+        return trajectory_draw(trace, rows, written)
     if surrogate == "exact":
         scored = torch.zeros_like(written)
         scored[:, :-1] = written[:, 1:]                                  # logits at i - 1 predict i
@@ -115,7 +143,7 @@ def on_device(net: torch.nn.Module, d: Draw, x: torch.Tensor, adv: torch.Tensor)
 def estimate(logits_fn, d: Draw, x: torch.Tensor) -> PolicyLogp:
     """Evaluate a Draw under `logits_fn` (M, L) → (M, L, V): log p of the rollout rows' tokens."""
     logp = F.log_softmax(logits_fn(d.canvas).float(), -1)              # (M, L, V)
-    target = x[d.row]                                                   # (M, L)
+    target = x[d.row] if d.target is None else d.target                 # (M, L)
     if d.causal:
         tok = torch.zeros(target.shape, dtype=logp.dtype, device=logp.device)
         tok[:, 1:] = logp[:, :-1].gather(-1, target[:, 1:, None]).squeeze(-1)   # read at i - 1
@@ -205,4 +233,5 @@ def gradient_noise(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor
 
 
 __all__ = ["SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "draw", "estimate", "gradient_noise",
-           "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits"]
+           "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits",
+           "trajectory_draw"]
