@@ -282,18 +282,19 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
         raise ValueError(f"stop_at must be a step in 1..{cfg.steps}, got {stop_at}")
     end = cfg.steps if stop_at is None else stop_at
     run = setup(cfg, out, log, device)
-    ema = []                                       # the running mean of the loss (this call's steps)
+    ema = None                                     # the running mean of the loss (this call's steps)
 
     def after(loss: float) -> None:
-        ema[:] = [loss if not ema else (1 - LOSS_EMA_NEW) * ema[0] + LOSS_EMA_NEW * loss]
+        nonlocal ema
+        ema = loss if ema is None else (1 - LOSS_EMA_NEW) * ema + LOSS_EMA_NEW * loss
         if run.step % HISTORY_EVERY == 0:
-            run.history.append((run.step, round(ema[0], 4)))
+            run.history.append((run.step, round(ema, 4)))
         if run.step in keep:
             snapshot(run)
 
     trainer.fit(run, end, lambda: train_step(run), after=after, checkpoint=lambda: save_checkpoint(run),
-        ckpt_every=cfg.ckpt_every, final=cfg.steps, progress=progress, desc=f"train {cfg.objective}",
-        postfix=lambda _: {"loss": f"{ema[0]:.3f}", "lr": f"{lr_at(cfg, run.step - 1):.1e}"})
+                ckpt_every=cfg.ckpt_every, final=cfg.steps, progress=progress, desc=f"train {cfg.objective}",
+                postfix=lambda _: {"loss": f"{ema:.3f}", "lr": f"{lr_at(cfg, run.step - 1):.1e}"})
     if run.step < cfg.steps:
         return run.out
     return finish(run)

@@ -359,8 +359,8 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
             log(f"step {run.step}: {run.evals[-1]}")
 
     trainer.fit(run, cfg.steps, lambda: rl_step(run), after=after, checkpoint=lambda: save_checkpoint(run),
-        ckpt_every=cfg.ckpt_every, progress=progress, desc=f"rl {cfg.surrogate}",
-        postfix=lambda rec: {"reward": f"{rec['reward']:.3f}", "solved": f"{rec['solved']:.2f}"})
+                ckpt_every=cfg.ckpt_every, progress=progress, desc=f"rl {cfg.surrogate}",
+                postfix=lambda rec: {"reward": f"{rec['reward']:.3f}", "solved": f"{rec['solved']:.2f}"})
     return finish_rl(run)
 
 

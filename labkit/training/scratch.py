@@ -210,7 +210,7 @@ def train_scratch(cfg: ScratchConfig = ScratchConfig(), *, texts: list[str] | No
     net = _net(model).to(device).train()
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.0)
     res = ScratchResult(cfg, model, tok, cfg.noise_schedule)
-    state = RunState(history=res.history)             # (step, loss) of every step
+    state = RunState()                                # its steps and clock; res.history keeps (step, loss)
 
     def step() -> float:
         x0 = corpus.batch(cfg, state.step).to(device)                      # (B, seq_len)

@@ -75,10 +75,10 @@ def trajectory_draw(trace, rows: torch.Tensor, written: torch.Tensor) -> Draw:
     acted = (trace.committed() | trace.edited())[:, rows] & trace.active()[:, rows, None]   # (S, N, L)
     keep = acted.flatten(1).any(1)                                        # (S,) passes with an action
     S, N = int(keep.sum()), len(rows)
-    flat = lambda t: t[keep].flatten(0, 1)                                # noqa: E731  (S', N, L) -> (S'·N, L)
     dev = written.device
-    return Draw("trajectory", flat(before).to(dev), torch.arange(N, device=dev).repeat(S), flat(acted).float().to(dev),
-                flat(acted).to(dev), n=written.sum(-1), target=flat(tokens).to(dev))
+    before, acted, tokens = (t[keep].flatten(0, 1).to(dev) for t in (before, acted, tokens))   # (S'·N, L) each
+    return Draw("trajectory", before, torch.arange(N, device=dev).repeat(S), acted.float(), acted,
+                n=written.sum(-1), target=tokens)
 
 
 def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, generator: torch.Generator, *,
