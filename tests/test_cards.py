@@ -10,7 +10,9 @@ import pytest
 from doc_common import ROOT
 from docgen import cards
 from docgen.__main__ import main as docgen_main
+from docgen.weights import parameters
 
+import labkit as lk
 import labkit.cli.main as cli
 from labkit.bench import tasks as bench
 from labkit.models.load import EMBEDDED, model_folder
@@ -22,6 +24,11 @@ def test_each_committed_card_is_what_docgen_writes_from_its_folder(model):
     assert (model_folder(model) / EVAL_FILE).is_file(), f"{model}: labkit eval --model {model} --card"
     assert (model_folder(model) / "README.md").read_text() == cards.card(model), \
         f"labkit/weights/{model}/README.md: python -m benchmarks.docgen cards {model}"
+
+
+@pytest.mark.parametrize("model", ["tiny-sudoku", "tiny-block4"])     # a structure_ids buffer; tied embeddings
+def test_the_parameter_count_read_from_the_weights_file_is_the_loaded_models(model):
+    assert parameters(model_folder(model)) == sum(p.numel() for p in lk.load(model).net.parameters())
 
 
 def _summary(s: dict) -> dict:

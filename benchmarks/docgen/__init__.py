@@ -14,6 +14,7 @@ markdown tables, the targets the issues set and the literature figures the docs 
 - `benchmarks_md`: docs/benchmarks.md's generated tables (soft steering, lm-eval, test times);
 - `cards`, `task_cards`: the model cards, from training.json, config.json, the weights and eval.json
   (the figures `labkit eval --model NAME --card` stores).
+- `weights`: what the docs read from a weights file (the parameter count) without loading the model.
 
 The tests that read the docs back (tests/test_*_results.py, test_benchmarks_doc.py, test_test_times.py,
 test_stated_figures.py, test_cards.py) import from here through tests/doc_common.py, so a section

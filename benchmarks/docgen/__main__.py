@@ -7,12 +7,13 @@ import sys
 from pathlib import Path
 
 from . import benchmarks_md, cards, models_md
+from .markdown import ROOT
 
 USAGE = "usage: python -m benchmarks.docgen [cards [NAME...]]"
 
 
 def _shown(path: Path) -> Path:
-    return path.relative_to(models_md.ROOT) if path.is_relative_to(models_md.ROOT) else path
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def main(argv: list[str]) -> int:

@@ -8,9 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from .markdown import BENCHMARKS_DOC, ROOT, markdown_table, replace_table
+from .markdown import BENCHMARKS_DOC, RESULTS, markdown_table, replace_table
 
-RESULTS = ROOT / "benchmarks" / "results"
 # Before issue 33 (round 3's last commit, 1b2b358): each notebook's stored cell seconds (the sum of
 # its cells' execution times, as `make notebooks` ran them), and the issue's own run of make test on
 # a fresh clone (999 passed in 1310 s after a 2.5-minute install) and of CI (2644 s).

@@ -9,10 +9,7 @@ holds "tasks") is task_cards.card; every other one is a Shakespeare model's, wri
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-
-from safetensors import safe_open
 
 from labkit.models.load import EMBEDDED, model_folder
 from labkit.training.card import EVAL_FILE
@@ -20,6 +17,7 @@ from labkit.training.loop import ADAM_BETAS, init_folder
 
 from . import task_cards
 from .markdown import markdown_table
+from .weights import parameters
 
 EVAL_KEYS = ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "nll_bits_per_token",
              "word_validity", "distinct_2", "heldout_tokens")
@@ -80,8 +78,7 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
     """Title, provenance, and the Model and Data sections."""
     cfg = training["config"]
     d, n, ff, V = cfgm["hidden_size"], cfgm["num_hidden_layers"], cfgm["intermediate_size"], cfgm["vocab_size"]
-    with safe_open(folder / "model.safetensors", "pt") as f:      # tied embeddings are stored once
-        size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+    size = parameters(folder)
     kind = "causal (autoregressive twin)" if cfgm.get("is_causal") else "bidirectional masked-diffusion"
     where = _where(training)
     return [

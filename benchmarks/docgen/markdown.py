@@ -6,6 +6,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MODELS_DOC = ROOT / "docs" / "models.md"
 BENCHMARKS_DOC = ROOT / "docs" / "benchmarks.md"
+RESULTS = ROOT / "benchmarks" / "results"             # the committed results the docs are written from
 BEFORE = "## How `tiny-cap`'s recipe was chosen"      # where a new section of docs/models.md goes
 
 

@@ -9,10 +9,8 @@ from pathlib import Path
 from labkit.bench.blocks import PARTS
 
 from . import blocks, rl, tasks
-from .markdown import MODELS_DOC, ROOT, write_heading_section, write_section
+from .markdown import MODELS_DOC, RESULTS, write_heading_section, write_section
 from .targets import judge_blocks, judge_rl
-
-RESULTS = ROOT / "benchmarks" / "results"
 
 
 def judged(name: str, judge, results: Path = RESULTS) -> dict:

@@ -6,10 +6,7 @@ run, the pair's targets against what they reached (targets.task_targets). cards.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-
-from safetensors import safe_open
 
 from labkit.bench.task_tables import pct, sizes_mb
 from labkit.bench.tasks import PAIRS
@@ -17,9 +14,10 @@ from labkit.tasks import addition, mirror, reversal, sudoku
 from labkit.tasks.layouts import prompt_formats
 from labkit.training.loop import ADAM_BETAS
 
-from .markdown import ROOT, markdown_table
+from .markdown import RESULTS, ROOT, markdown_table
 from .targets import task_targets
 from .tasks import markdown_targets
+from .weights import parameters
 
 DATA = {
     "sudoku": f"Sudoku {sudoku.N}×{sudoku.N}: complete grids drawn from a pool of backtracking fills of the run "
@@ -35,7 +33,7 @@ DATA = {
 }
 HELDOUT = ("Held out: items whose key (solution grid, operands, letters) hashes into one bucket of ten are never "
            "trained on; the reversal questions ask trained facts in layouts never trained.")
-RESULTS = Path("benchmarks") / "results"     # labkit bench tasks / task-seeds, from the repository root
+SHOWN = RESULTS.relative_to(ROOT)      # labkit bench tasks / task-seeds, as a card names them
 
 
 def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[str]:
@@ -43,8 +41,7 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
     recipe = training.get("rl", {}).get("config", {}).get("init_from", model)
     tasks = [t for t, _ in cfg["tasks"]]
     kind = "masked" if not cfgm.get("is_causal") else ("solver" if cfg.get("order") == "solver" else "ar")
-    with safe_open(folder / "model.safetensors", "pt") as f:
-        size = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys() if k != "structure_ids")
+    size = parameters(folder)
     mb = (folder / "model.safetensors").stat().st_size / 1e6
     what = {"ar": "causal (the AR twin)", "solver": "causal (the AR twin in a solver's order)",
             "masked": "bidirectional masked-diffusion"}[kind]
@@ -145,14 +142,14 @@ def _eval_lines(model: str, result: dict) -> list[str]:
 def _target_lines(model: str, results: Path) -> list[str]:
     """The pair's targets against `labkit bench tasks`'s measurements (`results`, relative to the
     repository root), where that file is there and holds every pair."""
+    pair = next((p for p, (m, ar, _) in PAIRS.items() if model in (m, ar)), None)
     tasks_json, seeds_json = ROOT / results / "tasks.json", ROOT / results / "task_seeds.json"
-    if not tasks_json.is_file():
+    if pair is None or not tasks_json.is_file():
         return []
     result = json.loads(tasks_json.read_text())
-    if set(result.get("pairs", {})) != set(PAIRS) or not any(model in pair[:2] for pair in PAIRS.values()):
+    if set(result.get("pairs", {})) != set(PAIRS):
         return []
     seeds = json.loads(seeds_json.read_text()) if seeds_json.is_file() else None
-    pair = next(p for p, (m, ar, _) in PAIRS.items() if model in (m, ar))
     prefix = {"sudoku": ("Sudoku", "Parallel, Sudoku", "Editing"), "facts": ("Facts", "Parallel, mirror"),
               "add": ("Addition",)}[pair]
     rows = [r for r in task_targets(result, seeds, sizes_mb()) if r["target"].startswith(prefix + (model + ":",))]
@@ -162,7 +159,7 @@ def _target_lines(model: str, results: Path) -> list[str]:
             markdown_targets(rows), ""]
 
 
-def card(model: str, folder: Path, training: dict, cfgm: dict, result: dict, results: Path = RESULTS) -> str:
+def card(model: str, folder: Path, training: dict, cfgm: dict, result: dict, results: Path = SHOWN) -> str:
     """A task model's card from its folder's records and the stored `labkit eval` result."""
     return "\n".join([*_model_lines(model, folder, training, cfgm), *_rl_lines(model, training),
                       *_eval_lines(model, result), *_target_lines(model, results)])

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 
-import labkit as lk
 from labkit.bench.task_tables import REVERSAL_MODES, SUDOKU_LEVELS, pct, seed_rows, sizes_mb
 from labkit.models.load import model_folder
 
 from .markdown import markdown_table
 from .targets import task_targets
+from .weights import parameters
 
 HEADING = "## Where diffusion wins"      # the section runs from this heading to the next section
 MODELS = ("tiny-sudoku", "tiny-sudoku-ar", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar")
@@ -79,7 +79,7 @@ def models_section(r: dict, seeds: dict) -> str:
     """The section from tasks.json (`r`) and task_seeds.json (`seeds`), up to the next heading."""
     mins = {m: json.loads((model_folder(m) / "training.json").read_text())["train_seconds"] / 60 for m in MODELS}
     cfg = json.loads((model_folder("tiny-sudoku") / "config.json").read_text())
-    params = sum(p.numel() for p in lk.load("tiny-sudoku").net.parameters())
+    params = parameters(model_folder("tiny-sudoku"))
     return f"""## Where diffusion wins: the task model pairs
 
 Six small models ship for tasks with exact answers (`labkit.tasks`, built in code from a seed, one
