@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 
-from labkit.bench.task_tables import REVERSAL_MODES, SUDOKU_LEVELS, pct, seed_rows, sizes_mb
+from labkit.bench.task_tables import REVERSAL_MODES, SUDOKU_LEVELS, accuracy, pct, seed_rows, sizes_mb
 from labkit.models.load import model_folder
+from labkit.tasks import addition, reversal, sudoku
 
 from .markdown import markdown_table
 from .targets import task_targets
@@ -77,7 +78,13 @@ def markdown_seeds(seeds: dict) -> str:
 
 def models_section(r: dict, seeds: dict) -> str:
     """The section from tasks.json (`r`) and task_seeds.json (`seeds`), up to the next heading."""
-    mins = {m: json.loads((model_folder(m) / "training.json").read_text())["train_seconds"] / 60 for m in MODELS}
+    runs = {m: json.loads((model_folder(m) / "training.json").read_text()) for m in MODELS}
+    mins = {m: run["train_seconds"] / 60 for m, run in runs.items()}
+    rows = {m: f"{run['config']['steps']:,} × {run['config']['batch_size']}" for m, run in runs.items()}
+    n = {task: accuracy(r, pair, "low-confidence", task)["n"] for pair, task in (("sudoku", "sudoku"), ("facts", "mirror"),
+                                                                                  ("add", "addition"))}
+    facts = accuracy(r, "facts", "low-confidence", "reversal", "forward")["n"]
+    levels = ", ".join(f"{k} {lo}–{hi}" + " clues" * (i == 0) for i, (k, (lo, hi)) in enumerate(sudoku.LEVELS.items()))
     cfg = json.loads((model_folder("tiny-sudoku") / "config.json").read_text())
     params = parameters(model_folder("tiny-sudoku"))
     return f"""## Where diffusion wins: the task model pairs
@@ -90,9 +97,9 @@ positions, {cfg['vocab_size']} character tokens), data, batch, optimiser and ste
 
 | pair | task | what the positions know | steps × rows | training minutes (masked / AR) |
 |---|---|---|---|---|
-| `tiny-sudoku` / `tiny-sudoku-ar` | 6×6 Sudoku; the masked model's canvas is the grid itself (clues fixed in place) and it also learned to repair written cells; the twin writes the solution after the puzzle | a cell's row, column and box (the twin's answer cell shares its puzzle cell's) | 6,000 × 64 | {mins['tiny-sudoku']:.1f} / {mins['tiny-sudoku-ar']:.1f} |
-| `tiny-facts` / `tiny-facts-ar` | facts `A>B` between made-up names (300 one-way, 200 two-way), and mirror | their position | 6,000 × 160 | {mins['tiny-facts']:.1f} / {mins['tiny-facts-ar']:.1f} |
-| `tiny-add` / `tiny-add-ar` | 5-digit addition, the sum most-significant digit first | a digit's place value, shared by both operands and the sum | 8,000 × 128 | {mins['tiny-add']:.1f} / {mins['tiny-add-ar']:.1f} |
+| `tiny-sudoku` / `tiny-sudoku-ar` | {sudoku.N}×{sudoku.N} Sudoku; the masked model's canvas is the grid itself (clues fixed in place) and it also learned to repair written cells; the twin writes the solution after the puzzle | a cell's row, column and box (the twin's answer cell shares its puzzle cell's) | {rows['tiny-sudoku']} | {mins['tiny-sudoku']:.1f} / {mins['tiny-sudoku-ar']:.1f} |
+| `tiny-facts` / `tiny-facts-ar` | facts `A>B` between made-up names ({reversal.ONE_WAY} one-way, {reversal.TWO_WAY} two-way), and mirror | their position | {rows['tiny-facts']} | {mins['tiny-facts']:.1f} / {mins['tiny-facts-ar']:.1f} |
+| `tiny-add` / `tiny-add-ar` | {addition.WIDTH}-digit addition, the sum most-significant digit first | a digit's place value, shared by both operands and the sum | {rows['tiny-add']} | {mins['tiny-add']:.1f} / {mins['tiny-add-ar']:.1f} |
 
 The recipe (`labkit.training.recipes`, `make model-tasks`): AdamW 1e-3 with a 300-step warm-up and
 cosine decay, the masked loss with the number of masks drawn uniformly over the answer and each row's
@@ -103,23 +110,23 @@ time, so they are longer than the same runs take on a quiet machine. How the rec
 follow calibration runs in which a Sudoku model with cell positions only stayed on its loss plateau;
 the place-value embedding is the same idea for digits; the AR twin of the facts recalled every
 one-way fact forwards after 3,000 steps of this recipe in a calibration run here (24 min on one
-thread), so the facts pair trains 6,000.
+thread), so the facts pair trains {runs['tiny-facts']['config']['steps']:,}.
 Their cards (`labkit/weights/tiny-*/README.md`) have each recipe, training time, loss and targets.
 Notebook 11 (`notebooks/11_where_diffusion_wins.ipynb`) teaches what the tables show.
 
 Exact match on every held-out item (95% Wilson interval), every rule on the masked model, then the
 AR twin (`labkit bench tasks --out benchmarks/results` → `benchmarks/results/tasks.json`). Sudoku
-(600 puzzles: easy 17–20 clues, medium 13–16, hard 10–12; TPF counts the blanks written; the last
+({n['sudoku']} puzzles: {levels}; TPF counts the blanks written; the last
 column is what the T2T edits did, cells made right / cells made wrong):
 
 {markdown_pair(r, 'sudoku')}
 
-Facts (300 one-way facts, each asked three ways; the AR twin cannot be asked an infill) and mirror
-(600 items):
+Facts ({facts} one-way facts, each asked three ways; the AR twin cannot be asked an infill) and mirror
+({n['mirror']} items):
 
 {markdown_pair(r, 'facts')}
 
-Addition (600 sums, by the length of the longest carry chain):
+Addition ({n['addition']} sums, by the length of the longest carry chain):
 
 {markdown_pair(r, 'add')}
 
