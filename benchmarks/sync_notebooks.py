@@ -48,7 +48,8 @@ class SyncError(Exception):
 
 
 def paths(name: str, root: Path = ROOT) -> dict[str, Path]:
-    """The four files of notebook NAME (its stem, e.g. 12_rewards), as jupytext.toml pairs them."""
+    """The files of notebook NAME (its stem, e.g. 12_rewards): its source, its notebook, its twin's source and
+    notebook, as jupytext.toml pairs them, and the copy make executes."""
     return {"src": root / "notebook_sources" / f"{name}.py", "nb": root / "notebooks" / f"{name}.ipynb",
             "run": root / "notebooks" / f"{name}.run.ipynb",                  # what make executes
             "zh_src": root / "notebook_sources" / "zh-CN" / f"{name}.py",
@@ -97,17 +98,18 @@ def source_text(nb, root: Path = ROOT) -> str:
 
 
 def with_inputs(src: Path, ipynb: Path):
-    """The notebook at IPYNB with the cells of its source SRC: markdown and code from the source, each
-    unchanged cell's outputs, id and metadata from the .ipynb (jupytext's own matching)."""
+    """(the notebook at IPYNB with the cells of its source SRC, the stored notebook or None): markdown
+    and code from the source, each unchanged cell's outputs, id and metadata from the .ipynb
+    (jupytext's own matching)."""
     nb = read_source(src)
-    if ipynb.exists():
-        stored = nbformat.read(ipynb, as_version=4)
+    stored = nbformat.read(ipynb, as_version=4) if ipynb.exists() else None
+    if stored is not None:
         if ipynb.stat().st_mtime > src.stat().st_mtime and _inputs(stored) != _inputs(nb):
             raise SyncError(f"{ipynb} was edited after {src.name}: carry its edits into the source with "
                             f"`jupytext --sync {ipynb}` (or touch the source to drop them)")
         nb = combine_inputs_with_outputs(nb, stored, fmt=FMT)
     nb.metadata.pop("jupytext", None)         # the pairing lives in jupytext.toml, not in each notebook
-    return nb
+    return nb, stored
 
 
 def _inputs(nb) -> list:
@@ -141,15 +143,14 @@ def sync(name: str, root: Path = ROOT, before_run: bool = False) -> list[str]:
     """Brings notebook NAME's sources into its .ipynb and its twin's (see the module's docstring);
     returns what it did, one line per file written. Nothing is written when it refuses."""
     p = paths(name, root)
-    en = with_inputs(p["src"], p["nb"])
-    old = nbformat.read(p["nb"], as_version=4) if p["nb"].exists() else None
+    en, old = with_inputs(p["src"], p["nb"])
     if not before_run and (old is None or code(old) != code(en)):
         raise SyncError(f"{name}: its code changed since it last ran: `make notebook NB={name[:2]}` executes it")
     done = []
     if not p["zh_src"].exists():
         new_twin_source(p["src"], p["zh_src"], root)
         done.append(f"{p['zh_src'].relative_to(root)}: new, its markdown still English: translate it")
-    zh = with_inputs(p["zh_src"], p["zh_nb"])
+    zh, _ = with_inputs(p["zh_src"], p["zh_nb"])
     try:
         zh = twin(en, zh)
     except SyncError as e:
