@@ -10,7 +10,7 @@ from docgen.models_md import write_rl
 from docgen.rl import SECTION_END, SECTION_START, keywords_paragraph, markdown_seeds, models_section
 from docgen.targets import rl_targets
 
-from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, RL_SEEDS, SEED_LABELS, curve_configs, keyword_config
+from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, RL_SEEDS, SEED_LABELS, curve_configs, keyword_config, text_table
 from labkit.bench.tasks import SOLVER_LABEL
 from labkit.models.load import model_folder
 from labkit.training.rl import RL_RECIPES, same_config
@@ -51,6 +51,13 @@ def test_the_script_judges_the_targets_into_rl_json_then_writes_the_section(rl, 
     (tmp_path / "rl.json").write_text(json.dumps({k: v for k, v in rl.items() if k != "targets"}))
     write_rl(tmp_path, doc)
     assert json.loads((tmp_path / "rl.json").read_text()) == rl and doc.read_text() == f"# models\n\n{section}\n"
+
+
+def test_the_commands_printout_is_every_rule_before_and_after(rl):
+    lines = text_table(rl).splitlines()
+    assert len(lines) == len(rl["runs"]["start"]) + len(rl["runs"]["rl"])
+    s = rl["runs"]["rl"][-1]["tasks"]["sudoku"]
+    assert lines[-1].endswith(f"{rl['runs']['rl'][-1]['label']}: {s['accuracy']:.3f} TPF {s['tpf']:.2f}")
 
 
 def _row(label, acc, tpf, hard=None, edits=None):

@@ -188,15 +188,13 @@ def bench_rl(tasks_json: str | Path, n: int | None = None, curves_folder: str | 
 
 
 def text_table(result: dict) -> str:
-    """Every rule's accuracy and TPF before and after, then the targets where rl.json holds them
-    (judged beside the docs): the command's printout."""
+    """Every rule's accuracy and TPF before and after: the command's printout (bench_rl judges no
+    targets; benchmarks/make_rl_section.py judges them from these rows)."""
     lines = []
     for label in ("start", "rl"):
         for row in result["runs"][label]:
             s = row["tasks"]["sudoku"]
             lines.append(f"{result['models'][label]:>16} {row['label']:>22}: {s['accuracy']:.3f} TPF {s['tpf']:.2f}")
-    lines += [f"{k:>24}: {v['value']} ({v['target']}) {'met' if v['met'] else 'missed'}"
-              for k, v in result.get("targets", {}).items()]
     return "\n".join(lines)
 
 
