@@ -154,3 +154,14 @@ def test_make_notebook_brings_the_source_in_runs_that_notebook_only_then_its_twi
     assert [ln.replace(" 12", " ").rstrip() for ln in one] == [ln.rstrip() for ln in every]
     sync_only = steps("notebook-sync", "NB=12")
     assert len(sync_only) == 1 and "nbconvert" not in sync_only[0] and sync_only[0].endswith("sync_notebooks.py 12")
+
+
+def test_contributing_states_the_notebook_times_test_times_json_measured():
+    """CONTRIBUTING.md's seconds per notebook are the range benchmarks/results/test_times.json holds,
+    and notebook 10's budget the one its source and the Makefile's nbval use."""
+    text = " ".join((ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").split())
+    seconds = json.loads((ROOT / "benchmarks" / "results" / "test_times.json").read_text())["notebooks"].values()
+    assert f"each notebook took {min(seconds):.0f} to {max(seconds):.0f} s" in text
+    assert "notebook 10 trains its two models 30 s each, not nbval's 20" in text
+    assert 'os.environ.get("LABKIT_SCRATCH_SECONDS", "30")' in paths("10_train_from_scratch")["src"].read_text()
+    assert "LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q notebooks --nbval" in (ROOT / "Makefile").read_text()
