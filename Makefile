@@ -127,21 +127,28 @@ model-block: install
 	for r in $(BLOCK_MODELS); do $(MAKE) --no-print-directory install-block MODEL=$$r || exit 1; done
 
 install-block:
-	mkdir -p labkit/weights/$(MODEL)
-	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(MODEL)/'+f, 'labkit/weights/$(MODEL)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
+	$(call copy_run,$(MODEL))
 	$(BIN)/python -c "from labkit.bench.storage import store_16bit; print(store_16bit('labkit/weights/$(MODEL)'))"
-	$(BIN)/labkit eval --model $(MODEL) --card
-	$(BIN)/python -m benchmarks.docgen cards $(MODEL)
+	$(call card,$(MODEL))
 
 bench-blocks: install
 	$(BIN)/labkit bench blocks --out benchmarks/results
 	$(BIN)/python benchmarks/make_blocks_section.py
 
-define install_model
+# A run installed as an embedded model: its files copied from runs/NAME, then its card (labkit eval
+# stores the figures as eval.json, benchmarks/docgen writes README.md from them). install-block stores
+# the weights at 16 bits between the two.
+define copy_run
 	mkdir -p labkit/weights/$(1)
 	$(BIN)/python -c "import shutil; [shutil.copy('runs/$(1)/'+f, 'labkit/weights/$(1)/') for f in ('model.safetensors','config.json','tokenizer.json','tokenizer_config.json','training.json')]"
+endef
+define card
 	$(BIN)/labkit eval --model $(1) --card
 	$(BIN)/python -m benchmarks.docgen cards $(1)
+endef
+define install_model
+	$(call copy_run,$(1))
+	$(call card,$(1))
 endef
 
 # The task models, one pair per task family (labkit.tasks): the masked models (then the Sudoku twin that
