@@ -10,13 +10,13 @@ from labkit.bench.tasks import AR_LABEL
 from labkit.models.load import model_folder
 
 from .markdown import markdown_table
+from .tasks import accuracy_cell
 
 SECTION_START, SECTION_END = "<!-- rl section: benchmarks/make_rl_section.py -->", "<!-- end of rl section -->"
 
 
 def _acc(s: dict) -> str:
-    lo, hi = s["ci95"]
-    return f"{100 * s['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] (hard {100 * s['groups']['hard']['accuracy']:.1f}%)"
+    return f"{accuracy_cell(s)} (hard {100 * s['groups']['hard']['accuracy']:.1f}%)"
 
 
 def _edits(s: dict) -> str:

@@ -26,7 +26,8 @@ def shakespeare_table(r: dict) -> str:
                             f"{x['gen_ppl_x_1tok']:.2f}", f"{x['distinct_2']:.3f}") for x in r["shakespeare"]])
 
 
-def _cell(s: dict) -> str:
+def accuracy_cell(s: dict) -> str:
+    """Exact match with its 95% interval, in percent: `98.8% [97.6, 99.4]` (the RL section's cells too)."""
     lo, hi = s["ci95"]
     return f"{100 * s['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
 
@@ -44,16 +45,16 @@ def markdown_pair(result: dict, pair: str) -> str:
         t = run["tasks"]
         if pair == "sudoku":
             s = t["sudoku"]
-            rows.append([run["label"], _cell(s), *(pct(s["groups"][g]["accuracy"]) for g in SUDOKU_LEVELS),
+            rows.append([run["label"], accuracy_cell(s), *(pct(s["groups"][g]["accuracy"]) for g in SUDOKU_LEVELS),
                          f"{s['tpf']:.2f}", _edits(s)])
         elif pair == "facts":
             r, m = t["reversal"]["groups"], t["mirror"]
-            rows.append([run["label"], *(_cell(r[g]) if g in r else "—" for g in REVERSAL_MODES), _cell(m),
+            rows.append([run["label"], *(accuracy_cell(r[g]) if g in r else "—" for g in REVERSAL_MODES), accuracy_cell(m),
                          f"{m['tpf']:.2f}"])
         else:
             s = t["addition"]
             carries = sorted(s["groups"], key=lambda g: int(g.split()[-1]))
-            rows.append([run["label"], _cell(s), *(pct(s["groups"][g]["accuracy"]) for g in carries), f"{s['tpf']:.2f}"])
+            rows.append([run["label"], accuracy_cell(s), *(pct(s["groups"][g]["accuracy"]) for g in carries), f"{s['tpf']:.2f}"])
     if pair == "sudoku":
         head = ["rule", "solved [95% interval]", *SUDOKU_LEVELS, "TPF", "edits: cells fixed / broken"]
     elif pair == "facts":
