@@ -20,7 +20,7 @@ from ..eval.exact import evaluate_tasks
 from ..samplers import registry
 from ..tasks import TASKS, is_task_model, model_tasks
 from ..training.card import save_eval
-from ..training.loop import RECIPES, train
+from ..training.recipes import RECIPES
 from . import bench, doctor, generate, jobs, rl, serve, slides, student
 from .common import load_model, model_args
 from .generate import rule_args, sampler_from_flags
@@ -94,6 +94,9 @@ def _lm_eval(a) -> int:
 
 
 def _train(a) -> int:
+    # the loop imports tiny_net (transformers' model classes, about 1.7 s): kept off every command's start
+    from ..training.loop import train
+
     if a.recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {a.recipe!r}")
     overrides = {k: getattr(a, k) for k in ("steps", "seed") if getattr(a, k) is not None}
