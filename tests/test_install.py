@@ -1,7 +1,7 @@
 """A non-editable install runs the lab's checkout-free commands from anywhere: the package is built
 from a copy of the checkout (so no build/ or egg-info is left in it) and installed into a fresh
-virtual environment, whose `labkit generate` and `labkit doctor` then run in a folder that is no
-checkout; `labkit student`, which needs one, says so.
+virtual environment, whose `labkit generate`, `labkit serve` and `labkit doctor` then run in a folder
+that is no checkout; `labkit student`, which needs one, says so.
 
 The new environment sees this one's packages (torch, transformers, ...) through a plain path
 entry, not `--system-site-packages` (that would be the base interpreter's, without torch) and not
@@ -9,11 +9,14 @@ this environment's .pth files (their editable finder would import the checkout's
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from labkit.models.load import EMBEDDED
@@ -68,6 +71,31 @@ def test_generate_runs_outside_a_checkout(env):
     r = _run(env, "labkit", "generate", "--gen-length", "16", "--block-length", "16", "--steps", "16", "ROMEO:")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("ROMEO:") and len(r.stdout.strip()) > len("ROMEO:") + 8, r.stdout
+
+
+def test_serve_answers_outside_a_checkout(env):
+    bin_dir, work, environ = env
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([str(bin_dir / "labkit"), "serve", "--model", "tiny", "--port", str(port)], cwd=work,
+                              env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                if httpx.get(url + "/models", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.5)
+        assert server.poll() is None, server.stderr.read()
+        r = httpx.post(url + "/completions", json={"model": "tiny", "prompt": "ROMEO:\n", "max_tokens": 8,
+                                                   "temperature": 0}, timeout=60)
+        assert r.status_code == 200 and r.json()["choices"][0]["text"], r.text
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def test_doctor_names_what_needs_the_checkout_instead_of_failing(env):
