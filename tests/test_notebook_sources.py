@@ -165,3 +165,22 @@ def test_contributing_states_the_notebook_times_test_times_json_measured():
     assert "notebook 10 trains its two models 30 s each, not nbval's 20" in text
     assert 'os.environ.get("LABKIT_SCRATCH_SECONDS", "30")' in paths("10_train_from_scratch")["src"].read_text()
     assert "LABKIT_SCRATCH_SECONDS=20 $(BIN)/python -m pytest -q notebooks --nbval" in (ROOT / "Makefile").read_text()
+
+
+def test_a_new_notebook_gets_its_notebook_and_a_twin_to_translate(copy_of):
+    """CONTRIBUTING.md's "Add a notebook": only the English source exists; make notebook's first step
+    writes the copy to execute and starts the twin's source (the setup cell, then the English cells),
+    and after the run (the copy moved over the notebook, as make does) the sync writes the twin."""
+    p = copy_of
+    for key in ("nb", "zh_nb", "zh_src"):
+        p[key].unlink()
+    root = p["src"].parents[1]
+    done = sync(NAME, root=root, before_run=True)
+    assert done == [f"notebook_sources/zh-CN/{NAME}.py: new, its markdown still English: translate it",
+                    f"notebooks/{NAME}.run.ipynb: updated"]
+    en, zh = jupytext.read(p["src"]), jupytext.read(p["zh_src"])
+    assert TAG in zh.cells[0].metadata["tags"] and cells(nbformat.from_dict({"cells": body(zh)})) == cells(en)
+    assert not p["nb"].exists() and not p["zh_nb"].exists()
+    p["run"].rename(p["nb"])                                    # what make does once every cell ran
+    assert sync(NAME, root=root) == [f"notebooks/zh-CN/{NAME}.ipynb: updated"]
+    assert cells(nbformat.read(p["zh_nb"], as_version=4)) == cells(jupytext.read(p["zh_src"]))
