@@ -12,8 +12,9 @@ import tarfile
 import nbformat
 import pytest
 
+from labkit import checkout
 from labkit.course import slides, vendor
-from labkit.course.route import ROUTE, SESSIONS, notebook
+from labkit.course.route import ROUTE, SESSIONS, notebook, session_stops
 
 
 def stored_text(name: str, folder=None) -> str:
@@ -137,3 +138,21 @@ def test_bad_language_is_refused(tmp_path):
 def test_nbformat_valid(decks):
     for deck in decks.values():
         nbformat.validate(deck)
+
+
+
+def test_a_deck_built_from_another_checkout_reads_its_notebooks(tmp_path, decks):
+    """session_notebook(root=...) takes the course, the notebooks and their twins all from `root`."""
+    here = checkout.find()
+    (tmp_path / "docs").mkdir()
+    for name in ("course.md", "course.zh-CN.md"):
+        (tmp_path / "docs" / name).write_bytes((here / "docs" / name).read_bytes())
+    for sub in ("", "zh-CN"):
+        (tmp_path / "notebooks" / sub).mkdir(parents=True, exist_ok=True)
+        for name in {ROUTE[s].notebook for s in session_stops("1")} - {None}:
+            (tmp_path / "notebooks" / sub / name).write_bytes((here / "notebooks" / sub / name).read_bytes())
+    assert [c.source for c in slides.session_notebook("1", root=tmp_path).cells] == [c.source for c in decks["1"].cells]
+    first = tmp_path / "notebooks" / "01_quickstart.ipynb"
+    first.write_text(first.read_text().replace("Step through the denoising", "Step through it"))
+    with pytest.raises(ValueError, match="0 headings start with 'Step through the denoising'"):
+        slides.session_notebook("1", root=tmp_path)

@@ -183,11 +183,11 @@ def code_slides(cell, where: str) -> list:
     return out
 
 
-def stop_parts(name: str, shown: tuple, twin: Path | None = None) -> list[tuple[str, object]]:
-    """(kind, markdown text or code cell) of the parts a stop shows, found in the English notebook;
-    with `twin` (the Chinese notebooks' folder), the same cells of the twin (same order and code;
-    a markdown cell cut by a heading is shown whole, once)."""
-    nb = notebook(name)
+def stop_parts(name: str, shown: tuple, folder: Path | None = None, twin: Path | None = None) -> list[tuple[str, object]]:
+    """(kind, markdown text or code cell) of the parts a stop shows, found in the English notebook (of
+    `folder`, default the lab's notebooks/); with `twin` (the Chinese notebooks' folder), the same
+    cells of the twin (same order and code; a markdown cell cut by a heading is shown whole, once)."""
+    nb = notebook(name, folder)
     seen = stop_pieces(nb, shown)
     if twin is None:
         return [(kind, x) for _, kind, x in seen]
@@ -216,7 +216,7 @@ def session_notebook(session: str, lang: str = "en", root: Path | None = None):
             continue
         cells.append(_md(f"## {s} · {titles[s][2]}\n\n`notebooks/{folder.name + '/' if lang != 'en' else ''}"
                          f"{stop.notebook}`"))
-        for kind, x in stop_parts(stop.notebook, stop.shown, folder if lang != "en" else None):
+        for kind, x in stop_parts(stop.notebook, stop.shown, root / "notebooks", folder if lang != "en" else None):
             cells += [_md(t) for t in markdown_slides(x)] if kind == "markdown" else code_slides(x, stop.notebook)
     deck = nbformat.v4.new_notebook(cells=cells)
     deck.metadata["title"] = f"labkit course · session {session}"
