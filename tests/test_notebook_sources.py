@@ -13,6 +13,8 @@ import jupytext
 import nbformat
 import pytest
 
+from labkit.cli import student
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from sync_notebooks import TAG, SyncError, body, paths, sync  # noqa: E402
@@ -184,3 +186,10 @@ def test_a_new_notebook_gets_its_notebook_and_a_twin_to_translate(copy_of):
     p["run"].rename(p["nb"])                                    # what make does once every cell ran
     assert sync(NAME, root=root) == [f"notebooks/zh-CN/{NAME}.ipynb: updated"]
     assert cells(nbformat.read(p["zh_nb"], as_version=4)) == cells(jupytext.read(p["zh_src"]))
+
+
+def test_contributing_says_what_labkit_student_does_with_a_solution_cell():
+    """The tag and the stub are labkit.cli.student's (tests/test_student.py: the stub replaces the code, no outputs)."""
+    text = " ".join((ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8").split())
+    assert f'`# %% tags=["{student.TAG}"]` a worked solution' in text
+    assert f"replaces its code with a stub, `{student.STUB.split(':')[0]}: ...`, and drops its outputs" in text
