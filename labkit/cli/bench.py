@@ -57,6 +57,8 @@ def _benchmarks() -> dict:
                        (_items, _quiet)),
         "rl": ("RL with exact rewards on the Sudoku pair: every rule before and after, reward curves per "
                "surrogate, gradient noise (trains what is missing)", trained.run_rl, (_items, trained.no_noise, _quiet)),
+        "editor": ("the editor trained on its own drafts against the random-noise T2T stage, every rule on "
+                   "the held-out puzzles (trains what is missing)", trained.run_editor, (_items, _quiet)),
         "blocks": ("block diffusion and conversion from tiny-ar: likelihood, text and TPF by block size, curves, "
                    "the exact cache, the stop", blocks_cmd.run, (blocks_cmd.parts, blocks_cmd.runs, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,

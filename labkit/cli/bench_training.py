@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ..bench import rl, tasks
+from ..bench import editor, rl, tasks
 from ..bench.task_tables import seeds_table
 from ..training.loop import train
 from ..training.recipes import RECIPES
@@ -50,6 +50,24 @@ def run_rl(a) -> int:
     train_rl_runs(log)
     result = rl.bench_rl(before, n=a.n, noise=not a.no_noise, log=log)
     return report(a, "rl.json", result, lambda r: print(rl.text_table(r)))
+
+
+def train_editor_runs(folder: str | Path = editor.RUNS, log=None) -> list[Path]:
+    """The editor and its control (`bench.editor.TRAINED`) into folder/NAME where no finished run is."""
+    trained = []
+    for name in editor.TRAINED:
+        run = Path(folder) / name
+        if not (run / "training.json").is_file():
+            train(RECIPES[name], run, progress=False, log=_quiet_log(log))
+            trained.append(run)
+    return trained
+
+
+def run_editor(a) -> int:
+    log = progress_log(a)
+    train_editor_runs(log=log)
+    result = editor.bench_editor(n=a.n, log=log)
+    return report(a, "editor.json", result, lambda r: print(editor.text_table(r)))
 
 
 def run_task_seeds(a) -> int:

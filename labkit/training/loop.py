@@ -27,13 +27,23 @@ from . import trainer
 from .convert import anneal_layout, anneal_ratio, block_at
 from .corpus import HELDOUT, Corpus, load_plays
 from .distill import make_trajectories, pack
-from .losses import ar_loss, ar_sft_loss, block_diffusion_loss, block_distill_loss, masked_count_loss, masked_diffusion_loss
+from .losses import (
+    ar_loss,
+    ar_sft_loss,
+    block_diffusion_loss,
+    block_distill_loss,
+    draft_repair_loss,
+    masked_count_loss,
+    masked_diffusion_loss,
+)
 from .prompts import train_prompts
 from .recipes import RECIPES, TrainConfig
-from .seeds import CPU, noise_seed
+from .seeds import CPU, data_seed, noise_seed
+from .self_errors import Drafts, build_drafts, draft_summary, training_items
 from .trainer import RunState, lr_at
 
 CHECKPOINT = "ckpt.pt"         # in the output folder; a run resumes from it
+DRAFTS = "drafts.pt"           # self_error_share: the drafts trained on, in the output folder
 ADAM_BETAS = (0.9, 0.95)
 HISTORY_EVERY = 50             # steps between entries of the logged loss history
 LOSS_EMA_NEW = 0.02            # weight of the newest loss in the logged running mean
@@ -52,6 +62,7 @@ class Run(RunState):
     mask_id: int
     teacher: tuple | None = None   # distillation: (ids, attn, P) of the teacher's answers, on the device
     tasks: object = None           # data="tasks": a labkit.tasks.TaskData
+    drafts: object = None          # self_error_share: init_from's drafts (labkit.training.self_errors.Drafts)
 
     def logits(self, x: torch.Tensor, attn: torch.Tensor | None = None) -> torch.Tensor:
         return self.model(x, attn).logits
@@ -127,6 +138,24 @@ def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log,
     return ids.to(device), attn.to(device), P                          # (N, P + G) each, on the device
 
 
+def draft_rows(cfg: TrainConfig, out: Path, log):
+    """init_from's drafts of `cfg.self_error_items` training questions under cfg.self_error_rules
+    (`self_errors.build_drafts`, greedy, on the CPU), made once into out/drafts.pt."""
+    path = out / DRAFTS
+    if path.is_file():
+        drafts = Drafts.load(path)
+        if drafts.rules != tuple(cfg.self_error_rules):
+            raise ValueError(f"{path} holds drafts of {drafts.rules}, not {tuple(cfg.self_error_rules)}; "
+                             f"delete it or use another folder")
+        return drafts
+    drafter = load(str(init_folder(cfg.init_from)))
+    items = training_items(cfg.tasks[0][0], cfg.self_error_items, cfg.seed)
+    drafts = build_drafts(drafter, items, tuple(cfg.self_error_rules), seed=cfg.seed)
+    log(f"drafts: {len(drafts)} states of {len(items)} questions {draft_summary(drafts, drafter.mask_id)}")
+    drafts.save(path)
+    return drafts
+
+
 def load_or_make_tokenizer(cfg: TrainConfig, out: Path, texts: list[str]):
     """out's tokenizer when resuming; else init_from's (it keeps the token ids the weights were
     trained on); else a BPE trained on `texts`. A new one is saved into out."""
@@ -173,9 +202,12 @@ def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) ->
               mask_id=tokenizer.mask_token_id)
     resume(run, log)
     if cfg.data == "tasks":
-        run.tasks = TaskData(tokenizer, cfg.seed, cfg.batch_size, cfg.tasks, cfg.kind)
+        drafted = round(cfg.batch_size * cfg.self_error_share)     # rows of each batch that are drafts
+        run.tasks = TaskData(tokenizer, cfg.seed, cfg.batch_size - drafted, cfg.tasks, cfg.kind)
     if cfg.distill:
         run.teacher = distill_rows(cfg, out, tokenizer, log, device)
+    if cfg.self_error_share:
+        run.drafts = draft_rows(cfg, out, log)
     model.train()
     return run
 
@@ -202,9 +234,18 @@ def distill_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch
 
 def task_loss(run: Run, g: torch.Generator) -> torch.Tensor:
     """One group of rows per task (each its own canvas length), the objective on each row's loss
-    positions (masked: the number of masks uniform, with T2T repair at edit_prob); groups weighted
-    by their rows."""
+    positions (masked: the number of masks uniform, with T2T repair at edit_prob); with
+    self_error_share, that share of the rows are states of init_from's own drafts
+    (`losses.draft_repair_loss`); groups weighted by their rows."""
     total, rows = 0.0, 0
+    if run.drafts is not None:                      # the model's own drafts, drawn by (seed, step)
+        n = round(run.cfg.batch_size * run.cfg.self_error_share)
+        rows_g = torch.Generator().manual_seed(data_seed(run.cfg.seed, run.step))
+        pick = torch.randint(len(run.drafts), (n,), generator=rows_g)          # (n,) states, on the CPU
+        d = run.drafts
+        loss = draft_repair_loss(run.logits, d.canvas[pick].to(run.device), d.truth[pick].to(run.device),
+                                 d.written[pick].to(run.device), run.mask_id)
+        total, rows = loss * n, n
     for x0, answer in run.tasks.batch(run.step).values():
         x0, answer = x0.to(run.device), answer.to(run.device)
         if run.cfg.objective == "diffusion":
@@ -300,7 +341,8 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
     return finish(run)
 
 
-__all__ = ["ADAM_BETAS", "CHECKPOINT", "HISTORY_EVERY", "LOSS_EMA_NEW", "RECIPES", "build_model", "distill_loss",
+__all__ = ["ADAM_BETAS", "CHECKPOINT", "DRAFTS", "HISTORY_EVERY", "LOSS_EMA_NEW", "RECIPES", "build_model", "draft_rows",
+           "distill_loss",
            "distill_rows", "finish", "init_folder", "load_or_make_tokenizer", "lr_at", "make_optimizer", "resume",
            "Run", "save_checkpoint", "setup", "snapshot", "step_loss", "task_loss", "train", "train_step",
            "TrainConfig"]

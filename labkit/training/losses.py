@@ -3,6 +3,7 @@
 - `masked_diffusion_loss`: LLaDA's pre-training loss (the diffusion models);
 - `masked_sft_loss`: its SFT form (prompt never masked, each row normalised by its answer length);
 - `masked_count_loss`: the task models' form (the number of masks uniform, T2T repair optional);
+- `draft_repair_loss`: the editor's loss on the model's own drafts (`labkit.training.self_errors`);
 - `ar_loss`: next-token cross-entropy (the autoregressive twin); `ar_sft_loss` on chosen targets;
 - `block_distill_loss`: the block-shaped distillation loss (`labkit.training.distill`);
 - the terms both diffusion losses can add: `cap_term` (CAP's entropy penalty) and `edit_term` (T2T
@@ -196,6 +197,24 @@ def masked_count_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, answer: torc
     loss = (torch.where(masked, ce, 0.0).sum(-1) / k.to(x0.device)).mean()   # Σ_masked CE / k per row
     if edit_prob and filled.any():
         loss = loss + edit_term(logits, x0, filled, 1.0)
+    return loss
+
+
+def draft_repair_loss(logits_fn, canvas: torch.Tensor, truth: torch.Tensor, written: torch.Tensor,
+                      mask_id: int) -> torch.Tensor:
+    """The editor's loss on the model's own drafts (`labkit.training.self_errors`): canvas (B, L) a
+    recorded state of a draft, truth (B, L) the right tokens, written (B, L) the positions the rule
+    writes. Each row's masks left by the draft (k of them) give Σ CE / k, as `masked_count_loss`
+    weighs them (0 for a row the draft filled); every written token, right or wrong, learns its
+    clean token (`edit_term`)."""
+    masked = written & (canvas == mask_id)                              # (B, L)
+    filled = written & ~masked
+    logits = logits_fn(canvas)                                          # (B, L, V)
+    ce = F.cross_entropy(logits.transpose(1, 2).float(), truth, reduction="none")   # (B, L)
+    k = masked.sum(-1)                                                  # (B,)
+    loss = (torch.where(masked, ce, 0.0).sum(-1) / k.clamp_min(1)).mean()
+    if filled.any():
+        loss = loss + edit_term(logits, truth, filled, 1.0)
     return loss
 
 

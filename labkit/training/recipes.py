@@ -9,6 +9,14 @@ from ..tasks.layouts import row_length, structure
 from .masking import EPS
 
 DATA = ("plays", "tasks")
+# label → (registry rule, knobs): the draft rules whose recorded states a self-error editor trains on
+# (TrainConfig.self_error_rules; labkit.training.self_errors)
+DRAFT_RULES = {
+    "threshold 0.5": ("threshold", {"threshold": 0.5}),
+    "threshold 0.7": ("threshold", {"threshold": 0.7}),
+    "S mode": ("speed", {}),
+    "low-confidence": ("low_confidence", {}),
+}
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,10 @@ class TrainConfig:
                                    # the noisy canvas and the clean sequence in one pass (losses.block_diffusion_loss)
     block_warmup: int = 0          # steps over which the trained block grows 1, 2, 4 .. block_size (LLaDA2.0)
     attn_anneal: int = 0           # steps over which attention opens from causal to full (DiffuLLaMA)
+    self_error_share: float = 0.0  # data="tasks": share of each batch's rows that are init_from's own drafts
+                                   # (labkit.training.self_errors), trained with losses.draft_repair_loss
+    self_error_items: int = 2000   # training questions drafted (once, into the run folder's drafts.pt)
+    self_error_rules: tuple = ("threshold 0.5", "S mode")   # the draft rules (self_errors.DRAFT_RULES labels)
 
     def __post_init__(self):
         self._check_sizes()
@@ -110,6 +122,7 @@ class TrainConfig:
         elif self.tasks:
             raise ValueError("tasks applies to data='tasks' only")
         self._check_conversion()
+        self._check_self_errors()
         if self.order not in ("reading", "solver"):
             raise ValueError(f"order must be 'reading' or 'solver', got {self.order!r}")
         if self.order == "solver" and (self.objective != "ar" or [t for t, _ in self.tasks] != ["sudoku"]):
@@ -136,6 +149,23 @@ class TrainConfig:
                              "data='plays', init_from set, no block_size, no distill")
         if self.attn_anneal > self.steps:
             raise ValueError(f"attn_anneal must be at most steps ({self.steps}), got {self.attn_anneal}")
+
+    def _check_self_errors(self) -> None:
+        if not 0 <= self.self_error_share < 1:
+            raise ValueError(f"self_error_share must be in [0, 1), got {self.self_error_share}")
+        if not self.self_error_share:
+            return
+        if self.data != "tasks" or self.objective != "diffusion" or not self.init_from:
+            raise ValueError("self_error_share trains on init_from's own drafts of task questions: "
+                             "data='tasks', objective='diffusion', init_from set")
+        if round(self.batch_size * self.self_error_share) < 1:
+            raise ValueError(f"self_error_share={self.self_error_share} gives no draft row in a batch of "
+                             f"{self.batch_size}; use a larger share or batch_size")
+        if self.self_error_items < 1:
+            raise ValueError(f"self_error_items must be >= 1, got {self.self_error_items}")
+        if not self.self_error_rules or any(r not in DRAFT_RULES for r in self.self_error_rules):
+            raise ValueError(f"self_error_rules must name rules from {', '.join(DRAFT_RULES)}, "
+                             f"got {self.self_error_rules!r}")
 
     def _check_tasks(self) -> None:
         names = [t for t, _ in self.tasks] if all(isinstance(t, (tuple, list)) and len(t) == 2
@@ -213,6 +243,13 @@ RECIPES["tiny-sudoku-from-ar"] = TrainConfig(**{**TASK_SHAPE, "warmup": 100}, in
 # ... and the same recipe from scratch (tiny-sudoku's own shape and noise at these 1500 steps), its control
 RECIPES["tiny-sudoku-scratch"] = TrainConfig(**{**TASK_SHAPE, "warmup": 100}, seq_len=37, edit_prob=0.1,
                                              tasks=(("sudoku", 1.0),), batch_size=64, steps=1500)
+# The editor trained on its own errors (labkit.training.self_errors): tiny-sudoku fine-tuned for 1000 steps
+# with half of each batch its own threshold-0.5 and S-mode drafts of training puzzles (the rest its own
+# recipe's rows and repair noise), beside the control at the same steps with the random repair noise only.
+EDITOR_TUNE = dict(**{**TASK_SHAPE, "warmup": 50, "lr": 2e-4, "ckpt_every": 100}, init_from="tiny-sudoku", seq_len=37,
+                   edit_prob=0.1, tasks=(("sudoku", 1.0),), batch_size=64, steps=1000)
+RECIPES["tiny-sudoku-editor"] = TrainConfig(**EDITOR_TUNE, self_error_share=0.5)
+RECIPES["tiny-sudoku-t2t"] = TrainConfig(**EDITOR_TUNE)
 SUDOKU_CURVE_STEPS = (150, 375, 750)
 CURVE_STEPS = (120, 300, 600, 1200)     # 10/25/50% of the 1200-step runs (then their end); 5/12.5/25/50% of tiny's
 

@@ -46,6 +46,7 @@ from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
     Draw,
     PolicyLogp,
     clipped_objective,
+    concat_draws,
     draw,
     estimate,
     gradient_noise,
@@ -59,6 +60,11 @@ from .trainer import RunState, same_config
 
 CHECKPOINT = "rl_ckpt.pt"
 ADV_EPS = 1e-4
+DRAW_SEED_STRIDE = 1_000      # dynamic sampling: draw k of a step uses the run seed + k · this
+# label → (registry rule, knobs): the greedy rules an evaluation can measure on held-out items
+EVAL_RULES = {"low-confidence": ("low_confidence", {}), "threshold 0.9": ("threshold", {"threshold": 0.9}),
+              "threshold 0.7": ("threshold", {"threshold": 0.7}), "factor 1.0": ("factor", {"factor": 1.0}),
+              "S mode": ("speed", {}), "Q mode": ("quality", {}), "autoregressive": ("autoregressive", {})}
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,10 @@ class RLConfig:
     gen_length: int = 32             # task "keywords": answer tokens (a task's answer sets its own length)
     eval_every: int = 0              # steps between greedy evaluations on held-out items (0: none)
     eval_items: int = 60             # held-out items per evaluation
+    eval_rules: tuple = ()           # rule labels of EVAL_RULES evaluated (): the rollout rule and low-confidence
+    clip_high: float = 0.0           # DAPO's clip-higher: the ratio's upper ε (0: ε = clip)
+    dynamic_sampling: bool = False   # DAPO: keep only groups whose rewards differ, draw more until `questions` are kept
+    max_draws: int = 4               # dynamic sampling: question batches drawn at most per step
     seed: int = 0
     ckpt_every: int = 10
 
@@ -98,7 +108,8 @@ class RLConfig:
         if (self.task == "keywords") != bool(self.keywords) or (self.keywords and not valid_keywords(self.keywords)):
             raise ValueError(f"keywords: one or more words of letters for task 'keywords', none for a task "
                              f"with its own answers; got task {self.task!r}, keywords {self.keywords!r}")
-        for name in ("questions", "inner_steps", "steps", "elbo_samples", "ckpt_every", "eval_items", "gen_length"):
+        for name in ("questions", "inner_steps", "steps", "elbo_samples", "ckpt_every", "eval_items", "gen_length",
+                     "max_draws"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
@@ -112,6 +123,11 @@ class RLConfig:
             v = getattr(self, name)
             if not (lo < v < hi or (name == "prompt_mask" and v == 0)):
                 raise ValueError(f"{name} must be in ({lo}, {hi}), got {v}")
+        if not (self.clip_high == 0 or self.clip <= self.clip_high < 10):
+            raise ValueError(f"clip_high must be 0 (= clip) or in [clip, 10), got {self.clip_high}")
+        bad = [r for r in self.eval_rules if r not in EVAL_RULES]
+        if bad:
+            raise ValueError(f"eval_rules must name rules from {', '.join(EVAL_RULES)}, got {bad}")
         for name in ("kl", "kept_weight", "eval_every", "block_length"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -208,9 +224,47 @@ def rollout_rule(cfg: RLConfig):
     return registry.rule(cfg.rule, temperature=cfg.temperature)
 
 
-def step_questions(cfg: RLConfig, step: int) -> list[Item]:
-    rng = random.Random(f"rl-{cfg.seed}-{step}")
+def step_questions(cfg: RLConfig, step: int, draw: int = 0) -> list[Item]:
+    """The `questions` training questions of a step (draw k > 0: dynamic sampling's further batches)."""
+    rng = random.Random(f"rl-{cfg.seed}-{step}" + (f"-{draw}" if draw else ""))
     return [training_question(cfg.task, rng, tuple(cfg.clues), tuple(cfg.keywords)) for _ in range(cfg.questions)]
+
+
+@dataclass
+class Batch:
+    """A step's rollouts kept for the update, in chunks (one per question batch drawn)."""
+    chunks: list                 # (Rollouts, adv (N,), keep (N,) bool) per draw
+    first: Rollouts              # the step's own questions (draw 0): what the reward curve reads
+    drawn: int                   # rollouts decoded
+
+    @property
+    def kept(self) -> int:
+        return sum(int(k.sum()) for _, _, k in self.chunks)
+
+
+def gather(run: RLRun) -> Batch:
+    """Rollouts of the step's questions and their advantages. Without dynamic sampling, every row
+    whose advantage is not 0; with it (DAPO), only whole groups whose rewards differ, further question
+    batches drawn (up to max_draws) until `questions` such groups are kept."""
+    cfg, lm = run.cfg, run.lm
+    chunks, groups, drawn, first = [], 0, 0, None
+    for k in range(cfg.max_draws if cfg.dynamic_sampling else 1):
+        rolls = rollout(lm, step_questions(cfg, run.step, k), run.rule, cfg.group,
+                        data_seed(cfg.seed + DRAW_SEED_STRIDE * k, run.step), cfg.block_length, free_length(cfg))
+        first = first or rolls
+        drawn += len(rolls.reward)
+        adv = group_advantages(rolls.reward, cfg.group, cfg.scale_rewards)
+        keep = adv.abs() > 0
+        if cfg.dynamic_sampling:
+            r = rolls.reward.view(-1, cfg.group)
+            signal = (r.max(1).values > r.min(1).values)                    # (Q,) groups whose rewards differ
+            signal &= signal.cumsum(0) <= cfg.questions - groups            # no more than the batch needs
+            keep = signal.repeat_interleave(cfg.group)
+            groups += int(signal.sum())
+        chunks.append((rolls, adv, keep))
+        if not cfg.dynamic_sampling or groups >= cfg.questions:
+            break
+    return Batch(chunks, first, drawn)
 
 
 def free_length(cfg: RLConfig) -> int:
@@ -219,43 +273,56 @@ def free_length(cfg: RLConfig) -> int:
 
 
 def rl_step(run: RLRun) -> dict:
-    """One batch: rollouts (the network in eval mode), advantages, then the clipped updates on
-    the network's device in train mode (`policy_update`). Returns the step's record."""
+    """One batch: rollouts (the network in eval mode; `gather`), advantages, then the clipped updates
+    on the network's device in train mode (`policy_update`). Returns the step's record: the mean
+    reward and solve rate of the step's own questions, the share of rollouts with signal, the
+    commits per pass of the rollouts, and the update's clip fraction, KL to the reference and
+    approximate KL from the old policy."""
     cfg, lm = run.cfg, run.lm
     t0 = time.perf_counter()
     lm.net.eval()
     try:
-        rolls = rollout(lm, step_questions(cfg, run.step), run.rule, cfg.group, data_seed(cfg.seed, run.step),
-                        cfg.block_length, free_length(cfg))
+        batch = gather(run)
     finally:
         lm.net.train()
-    adv = group_advantages(rolls.reward, cfg.group, cfg.scale_rewards)
-    keep = adv.abs() > 0
-    rec = {"step": run.step + 1, "reward": round(float(rolls.reward.mean()), 4),
-           "solved": round(float((rolls.reward >= 1).float().mean()), 4),
-           "signal_rows": int(keep.sum()), "rollout_seconds": round(time.perf_counter() - t0, 2)}
-    if keep.any():
+    first = batch.first
+    rec = {"step": run.step + 1, "reward": round(float(first.reward.mean()), 4),
+           "solved": round(float((first.reward >= 1).float().mean()), 4),
+           "signal_rows": batch.kept, "signal_share": round(batch.kept / batch.drawn, 4), "draws": len(batch.chunks),
+           "tpf": round(float(first.written.sum()) / max(1.0, float(first.nfe.sum())), 3),
+           "rollout_seconds": round(time.perf_counter() - t0, 2)}
+    if batch.kept:
         g = torch.Generator().manual_seed(noise_seed(cfg.seed, run.step))
-        loss, parts = policy_update(run, rolls.x[keep], rolls.written[keep], adv[keep], g, trace=rolls.trace,
-                                    rows=keep.nonzero().squeeze(1))
-        rec.update(loss=round(float(loss), 5), clip_fraction=round(float(parts["clip_fraction"]), 4),
-                   kl=round(float(parts["kl"]), 6))
+        parts = [(r.x[k], r.written[k], a[k], r.trace, k.nonzero().squeeze(1)) for r, a, k in batch.chunks if k.any()]
+        x, written, adv = (torch.cat([p[i] for p in parts]) for i in range(3))
+        loss, out = policy_update(run, x, written, adv, g, trace=[p[3] for p in parts], rows=[p[4] for p in parts])
+        rec.update(loss=round(float(loss), 5), clip_fraction=round(float(out["clip_fraction"]), 4),
+                   kl=round(float(out["kl"]), 6), approx_kl=round(float(out["approx_kl"]), 6))
     run.step += 1
     rec["seconds"] = round(time.perf_counter() - t0, 2)
     return rec
 
 
 def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor,
-                  g: torch.Generator, trace=None, rows: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+                  g: torch.Generator, trace=None, rows=None) -> tuple[torch.Tensor, dict]:
     """`inner_steps` clipped updates on rollouts x (N, L) with written (N, L) and advantages (N,).
     The surrogate's noise is drawn once from g on the rollouts' device (the CPU, where the trace keeps
     them: a seed gives the same draws whatever the network's device), then the draw, the rollouts and
     the advantages move to the network's device; the "trajectory" surrogate replays `trace`'s rows
-    `rows` (N,) instead. Returns the last update's loss (detached) and parts."""
+    `rows` (N,) instead, or, given lists, each trace's rows in turn (x's rows in the same order).
+    Returns the last update's loss (detached) and parts."""
     cfg, lm = run.cfg, run.lm
-    d = draw(cfg.surrogate, x, written, lm.mask_id, g, t_min=cfg.t_min, samples=cfg.elbo_samples,
-             kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask, block_length=cfg.block_length,
-             trace=trace, rows=rows)
+    knobs = dict(t_min=cfg.t_min, samples=cfg.elbo_samples, kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask,
+                 block_length=cfg.block_length)
+    if isinstance(trace, (list, tuple)):
+        if cfg.surrogate == "trajectory":
+            starts = torch.tensor([0] + [len(r) for r in rows]).cumsum(0).tolist()
+            d = concat_draws([draw(cfg.surrogate, x[a:b], written[a:b], lm.mask_id, g, trace=t, rows=r, **knobs)
+                              for t, r, a, b in zip(trace, rows, starts, starts[1:])])
+        else:
+            d = draw(cfg.surrogate, x, written, lm.mask_id, g, **knobs)
+    else:
+        d = draw(cfg.surrogate, x, written, lm.mask_id, g, trace=trace, rows=rows, **knobs)
     d, x, adv = on_device(lm.net, d, x, adv)
     with torch.no_grad():
         old = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
@@ -263,7 +330,7 @@ def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch
     for _ in range(cfg.inner_steps):
         new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
         kl = kl_to_ref(new.logp, ref, d) if ref is not None else None
-        loss, parts = grpo_loss(new, old, adv, d, cfg.clip, kl, cfg.kl)
+        loss, parts = grpo_loss(new, old, adv, d, cfg.clip, kl, cfg.kl, cfg.clip_high or None)
         run.opt.zero_grad(set_to_none=True)
         trainer.optimizer_step(loss, lm.net, run.opt, cfg.grad_clip)
     return loss.detach(), parts
@@ -279,10 +346,11 @@ def evaluate_policy(lm, cfg: RLConfig, rules=None) -> dict:
         return {cfg.rule: {"accuracy": round(float((r.reward >= 2).float().mean()), 4),     # every keyword present
                            "reward": round(float(r.reward.mean()), 4), "example": r.texts[0]}}
     items = _eval_items(cfg.task, cfg.eval_items)
-    rules = rules or ([cfg.rule] + (["low_confidence"] if lm.kind != "causal" else []))
+    rules = rules or cfg.eval_rules or ([cfg.rule] + (["low_confidence"] if lm.kind != "causal" else []))
     out = {}
     for name in rules:
-        r = _decoded(lm, items, registry.rule(name), cfg.block_length)
+        rule, knobs = EVAL_RULES.get(name, (name, {}))
+        r = _decoded(lm, items, registry.rule(rule, **knobs), cfg.block_length)
         right = sum(exact_match(t, it.answer) for t, it in zip(r.texts, items))
         out[name] = {"accuracy": round(right / len(items), 4),
                      "tpf": round(float(r.written.sum()) / max(1.0, float(r.nfe.sum())), 3)}
@@ -364,7 +432,8 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
     return finish_rl(run)
 
 
-__all__ = ["ADV_EPS", "CHECKPOINT", "RL_RECIPES", "SURROGATES", "clipped_objective", "decode_knobs", "Draw", "draw",
+__all__ = ["ADV_EPS", "Batch", "CHECKPOINT", "DRAW_SEED_STRIDE", "EVAL_RULES", "RL_RECIPES", "SURROGATES", "clipped_objective",
+           "concat_draws", "decode_knobs", "Draw", "draw", "gather",
            "estimate", "evaluate_policy", "finish_rl", "free_length", "gradient_noise", "group_advantages",
            "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits", "policy_update", "PolicyLogp", "rl_step",
            "RLConfig", "RLRun", "rollout", "rollout_rule", "Rollouts", "same_config",

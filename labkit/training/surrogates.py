@@ -170,32 +170,56 @@ def kl_to_ref(new: torch.Tensor, ref: torch.Tensor, d: Draw) -> torch.Tensor:
     return total / per.new_zeros(N).index_add(0, d.row, count).clamp_min(1)
 
 
-def clipped_objective(ratio: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
-    """PPO's pessimistic surrogate: min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A), elementwise."""
-    return torch.minimum(ratio * adv, ratio.clamp(1 - clip, 1 + clip) * adv)
+def clipped_objective(ratio: torch.Tensor, adv: torch.Tensor, clip: float, clip_high: float | None = None) -> torch.Tensor:
+    """PPO's pessimistic surrogate: min(ρ·A, clip(ρ, 1 − ε, 1 + ε_high)·A), elementwise; ε_high =
+    `clip_high` (DAPO's clip-higher, which lets a rare good action's probability grow further), ε
+    when None."""
+    hi = clip if clip_high is None else clip_high
+    return torch.minimum(ratio * adv, ratio.clamp(1 - clip, 1 + hi) * adv)
 
 
 def grpo_loss(new: PolicyLogp, old: PolicyLogp, adv: torch.Tensor, d: Draw, clip: float,
-              kl: torch.Tensor | None = None, beta: float = 0.0) -> tuple[torch.Tensor, dict]:
+              kl: torch.Tensor | None = None, beta: float = 0.0,
+              clip_high: float | None = None) -> tuple[torch.Tensor, dict]:
     """The negated objective to minimise, and its parts: token-level ratios (one_pass, exact)
-    averaged over each row's scored tokens, or one ratio per sequence (elbo, block_elbo); minus
-    β · KL. `adv` (N,). The parts (share of ratios clipped, mean KL) are detached 0-d tensors."""
+    averaged over each row's scored tokens, or one ratio per sequence (elbo, block_elbo,
+    trajectory); minus β · KL. `adv` (N,). The parts are detached 0-d tensors: the share of ratios
+    outside [1 − ε, 1 + ε_high] (clip_fraction), the mean KL to the reference (kl) and the
+    approximate KL from the batch's old policy, mean of (ρ − 1) − log ρ (approx_kl, Schulman's k3)."""
+    hi = clip if clip_high is None else clip_high
     if d.surrogate in TOKEN_LEVEL:
-        ratio = torch.exp(new.token - old.token)                        # (M, L), M = N
-        obj = clipped_objective(ratio, adv[d.row][:, None], clip)
+        log_ratio = new.token - old.token                               # (M, L), M = N
+        obj = clipped_objective(log_ratio.exp(), adv[d.row][:, None], clip, hi)
         per_row = torch.where(d.scored, obj, 0.0).sum(-1) / d.scored.sum(-1).clamp_min(1)
         active = d.scored
     else:
-        ratio = torch.exp(new.sequence - old.sequence)                  # (N,)
-        per_row = clipped_objective(ratio, adv, clip)
-        active = torch.ones_like(ratio, dtype=torch.bool)
+        log_ratio = new.sequence - old.sequence                         # (N,)
+        per_row = clipped_objective(log_ratio.exp(), adv, clip, hi)
+        active = torch.ones_like(log_ratio, dtype=torch.bool)
+    ratio = log_ratio.exp()
     loss = -per_row.mean()
     if kl is not None and beta:
         loss = loss + beta * kl.mean()
-    clipped = ((ratio - 1).abs() > clip) & active
+    clipped = ((ratio < 1 - clip) | (ratio > 1 + hi)) & active
+    k3 = torch.where(active, (ratio - 1) - log_ratio, 0.0)
     parts = {"clip_fraction": (clipped.sum() / active.sum().clamp_min(1)).detach(),     # 0-d tensors on the
-             "kl": kl.detach().mean() if kl is not None else loss.new_zeros(())}       # device: no sync here
+             "kl": kl.detach().mean() if kl is not None else loss.new_zeros(()),       # device: no sync here
+             "approx_kl": (k3.sum() / active.sum().clamp_min(1)).detach()}
     return loss, parts
+
+
+def concat_draws(draws: list[Draw]) -> Draw:
+    """Draws of consecutive groups of rollout rows as one: the rows of the k-th draw follow those of
+    the draws before it (their `row` indices shifted by the rows before)."""
+    if len(draws) == 1:
+        return draws[0]
+    if len({(d.surrogate, d.causal, d.target is None, d.canvas.shape[1]) for d in draws}) != 1:
+        raise ValueError("draws must share their surrogate, layout and canvas length to be joined")
+    offsets = torch.tensor([0] + [len(d.n) for d in draws[:-1]]).cumsum(0).tolist()
+    return Draw(draws[0].surrogate, torch.cat([d.canvas for d in draws]),
+                torch.cat([d.row + o for d, o in zip(draws, offsets)]), torch.cat([d.weight for d in draws]),
+                torch.cat([d.scored for d in draws]), draws[0].causal, torch.cat([d.n for d in draws]),
+                None if draws[0].target is None else torch.cat([d.target for d in draws]))
 
 
 # --- how noisy is each surrogate's gradient? ------------------------------------------------------
@@ -232,6 +256,7 @@ def gradient_noise(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor
             "reference_draws": reference_draws, "single_draws": single_draws, "reference": ref}
 
 
-__all__ = ["SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "draw", "estimate", "gradient_noise",
+__all__ = ["SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "concat_draws", "draw", "estimate",
+           "gradient_noise",
            "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits",
            "trajectory_draw"]
