@@ -30,11 +30,21 @@ from ..eval.metrics import distinct_n
 from ..models.load import load
 from ..training.prompts import sample_prompts
 from ..training.rewards import keyword_items
-from ..training.rl import RL_RECIPES, RLConfig, gradient_noise, group_advantages, rollout, rollout_rule, step_questions
+from ..training.rl import (
+    RL_RECIPES,
+    RLConfig,
+    gradient_noise,
+    group_advantages,
+    policy_gradient,
+    rollout,
+    rollout_rule,
+    step_questions,
+)
 from .samplers import per_prompt, text_figures
 from .tasks import AR_LABEL, ONE_PER_STEP, run_pair
 
 __all__ = ["AR_RL_MODEL", "CURVE_RUNS", "KEYWORD_RUN", "RL_MODEL", "RL_SEEDS", "SEED_LABELS", "SEED_RUNS", "bench_rl",
+           "cosine_table",
            "curve_configs", "curves", "keyword_config", "keyword_eval", "keyword_runs", "noise_table", "read_run",
            "reward_tenths", "seed_config", "seed_runs", "text_table", "training_runs"]
 
@@ -164,6 +174,30 @@ def noise_table(lm, seed: int = 0, reference_draws: int = 32, single_draws: int 
         r["cosine_to_elbo_reference"] = round(float(torch.nn.functional.cosine_similarity(
             refs[r["label"]], refs["elbo"], dim=0)), 4)
     return rows
+
+
+def cosine_table(lm, cfg: RLConfig, seed: int = 0, draws: int = 16) -> dict:
+    """Before a long run: how well each Monte-Carlo surrogate's policy gradient points along the
+    trajectory surrogate's exact one, on one batch of `cfg`'s rollouts (its rule, temperature and
+    questions) from `lm`. Per surrogate: the cosine of the mean of `draws` one-draw gradients to the
+    trajectory gradient, and the mean, least and greatest cosine of a single draw."""
+    rolls = rollout(lm, step_questions(cfg, 0), rollout_rule(cfg), cfg.group, seed)
+    adv = group_advantages(rolls.reward, cfg.group, cfg.scale_rewards)
+    keep = adv.abs() > 0
+    x, w, a = rolls.x[keep], rolls.written[keep], adv[keep]
+    rows = keep.nonzero().squeeze(1)
+    exact = policy_gradient(lm, x, w, a, "trajectory", torch.Generator(), trace=rolls.trace, rows=rows)
+    out = {"rollouts": len(adv), "signal_rows": int(keep.sum()), "draws": draws, "rows": []}
+    for label, surrogate, knobs in (("one_pass", "one_pass", {}), ("elbo", "elbo", {}),
+                                    ("block_elbo (6 blanks)", "block_elbo", {"block_length": 6})):
+        g = torch.Generator().manual_seed(seed)
+        grads = [policy_gradient(lm, x, w, a, surrogate, g, **knobs) for _ in range(draws)]
+        single = [float(torch.nn.functional.cosine_similarity(gr, exact, dim=0)) for gr in grads]
+        mean = float(torch.nn.functional.cosine_similarity(torch.stack(grads).mean(0), exact, dim=0))
+        out["rows"].append({"label": label, "cosine_of_mean": round(mean, 4),
+                            "single_mean": round(sum(single) / len(single), 4),
+                            "single_min": round(min(single), 4), "single_max": round(max(single), 4)})
+    return out
 
 
 def bench_rl(tasks_json: str | Path, n: int | None = None, curves_folder: str | Path = CURVE_RUNS,

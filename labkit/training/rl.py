@@ -12,7 +12,7 @@ GRPO as the diffusion papers adapt it. Each step:
    trajectory replayed from the rollouts' trace, or the AR twin's exact log p, described there);
 4. `inner_steps` updates of the clipped objective
        J = mean over rows of min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A) − β · KL(π_θ ‖ π_ref),
-   ρ = exp(ℓ_θ − ℓ_old) per token (one_pass, exact) or per sequence (elbo, block_elbo, trajectory); the KL
+   ρ = exp(ℓ_θ − ℓ_old) per token (one_pass, trajectory, exact) or per sequence (elbo, block_elbo); the KL
    is exact over the vocabulary at every position the surrogate reads, to the starting model.
 
     labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl    # resumes from rl_ckpt.pt

@@ -10,8 +10,8 @@ network (`estimate`):
 - "block_elbo" LLaDA2.1's EBPO: the same bound per block of `block_length` answer tokens, the blocks
                before clean and those after masked, summed over blocks;
 - "trajectory" TraceRL's: the rollout's own decoding replayed from its trace, log p of each token at
-               the state where the rule committed or edited it (exact, no Monte Carlo), Σ over the
-               passes per answer token: what the reward scored is what the rule did;
+               the state where the rule committed or edited it (exact, no Monte Carlo), token-level
+               ratios: what the reward scored is what the rule did;
 - "exact"      an AR twin's Σ log p(y_i | y_<i), token-level ratios: the control.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from .masking import mask_tokens, stratified_t
 
 SURROGATES = ("one_pass", "elbo", "block_elbo", "trajectory", "exact")
-TOKEN_LEVEL = ("one_pass", "exact")          # per-token ratios; the others one ratio per sequence
+TOKEN_LEVEL = ("one_pass", "trajectory", "exact")   # per-token ratios; the ELBOs one ratio per sequence
 
 
 def policy_logits(lm, net, x: torch.Tensor) -> torch.Tensor:
@@ -65,20 +65,19 @@ def _answer_index(written: torch.Tensor) -> torch.Tensor:
 
 def trajectory_draw(trace, rows: torch.Tensor, written: torch.Tensor) -> Draw:
     """The "trajectory" surrogate's canvases: rollout rows `rows` (N,) of a decoding's `trace`,
-    written (N, L) their answer positions. Each recorded pass s gives each row one canvas, the state
-    the model read (the canvas before s), scored at the positions the rule committed or edited at s,
-    against the tokens it wrote there; passes in which none of the rows acted are left out. M = N · S'
-    canvases, pass-major. Deterministic: a trace is replayed, nothing is drawn."""
+    written (N, L) their answer positions. Each recorded pass s in which a row committed or edited
+    gives that row one canvas, the state the model read (the canvas before s), scored at the
+    positions the rule acted on at s, against the tokens it wrote there (a row that finished early,
+    or passed without acting, costs nothing). M = the (pass, row) pairs with an action, pass-major.
+    Deterministic: a trace is replayed, nothing is drawn."""
     rows = rows.cpu()
     tokens = trace.tokens()[:, rows].long()                               # (S, N, L) after each pass
     before = torch.cat([trace.init[rows][None].long(), tokens[:-1]])      # (S, N, L) what each pass read
     acted = (trace.committed() | trace.edited())[:, rows] & trace.active()[:, rows, None]   # (S, N, L)
-    keep = acted.flatten(1).any(1)                                        # (S,) passes with an action
-    S, N = int(keep.sum()), len(rows)
+    s, r = acted.any(-1).nonzero(as_tuple=True)                           # (M,) each: pairs that acted
     dev = written.device
-    before, acted, tokens = (t[keep].flatten(0, 1).to(dev) for t in (before, acted, tokens))   # (S'·N, L) each
-    return Draw("trajectory", before, torch.arange(N, device=dev).repeat(S), acted.float(), acted,
-                n=written.sum(-1), target=tokens)
+    before, acted, tokens = (t[s, r].to(dev) for t in (before, acted, tokens))   # (M, L) each
+    return Draw("trajectory", before, r.to(dev), acted.float(), acted, n=written.sum(-1), target=tokens)
 
 
 def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, generator: torch.Generator, *,
@@ -181,16 +180,20 @@ def clipped_objective(ratio: torch.Tensor, adv: torch.Tensor, clip: float, clip_
 def grpo_loss(new: PolicyLogp, old: PolicyLogp, adv: torch.Tensor, d: Draw, clip: float,
               kl: torch.Tensor | None = None, beta: float = 0.0,
               clip_high: float | None = None) -> tuple[torch.Tensor, dict]:
-    """The negated objective to minimise, and its parts: token-level ratios (one_pass, exact)
-    averaged over each row's scored tokens, or one ratio per sequence (elbo, block_elbo,
-    trajectory); minus β · KL. `adv` (N,). The parts are detached 0-d tensors: the share of ratios
-    outside [1 − ε, 1 + ε_high] (clip_fraction), the mean KL to the reference (kl) and the
-    approximate KL from the batch's old policy, mean of (ρ − 1) − log ρ (approx_kl, Schulman's k3)."""
+    """The negated objective to minimise, and its parts: token-level ratios (one_pass, trajectory,
+    exact: each token clipped on its own, as TraceRL and d1 do) averaged over each row's scored
+    tokens on all its canvases, or one ratio per sequence (elbo, block_elbo); minus β · KL. `adv` (N,).
+    The parts are detached 0-d tensors: the share of ratios outside [1 − ε, 1 + ε_high]
+    (clip_fraction), the mean KL to the reference (kl) and the approximate KL from the batch's old
+    policy, mean of (ρ − 1) − log ρ (approx_kl, Schulman's k3)."""
     hi = clip if clip_high is None else clip_high
     if d.surrogate in TOKEN_LEVEL:
-        log_ratio = new.token - old.token                               # (M, L), M = N
+        log_ratio = new.token - old.token                               # (M, L)
         obj = clipped_objective(log_ratio.exp(), adv[d.row][:, None], clip, hi)
-        per_row = torch.where(d.scored, obj, 0.0).sum(-1) / d.scored.sum(-1).clamp_min(1)
+        N = len(adv)                                                    # each row: the mean over its scored
+        total = obj.new_zeros(N).index_add(0, d.row, torch.where(d.scored, obj, 0.0).sum(-1))   # tokens, on
+        count = obj.new_zeros(N).index_add(0, d.row, d.scored.sum(-1).to(obj.dtype))          # all its canvases
+        per_row = total / count.clamp_min(1)
         active = d.scored
     else:
         log_ratio = new.sequence - old.sequence                         # (N,)
