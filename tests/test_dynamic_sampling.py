@@ -102,3 +102,14 @@ def test_bad_settings_name_the_parameter():
                        (dict(eval_rules=("threshold 0.95",)), "eval_rules")):
         with pytest.raises(ValueError, match=match):
             RLConfig(**bad)
+
+
+def test_the_control_run_updates_on_shuffled_rewards(tmp_path):
+    cfg = dataclasses.replace(SMALL, surrogate="trajectory", questions=4)
+    real, control = (gather(setup_rl(dataclasses.replace(cfg, control=c), tmp_path / str(c), log=lambda m: None))
+                     for c in (False, True))
+    (r1, a1, _), = real.chunks
+    (r2, a2, _), = control.chunks
+    assert torch.equal(r1.reward, r2.reward)                           # the same rollouts and rewards ...
+    assert not torch.equal(a1, a2)                                     # ... but advantages from shuffled ones
+    assert torch.isclose(a2.view(-1, cfg.group).sum(1), torch.zeros(4), atol=1e-5).all()

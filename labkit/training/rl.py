@@ -97,6 +97,8 @@ class RLConfig:
     clip_high: float = 0.0           # DAPO's clip-higher: the ratio's upper ε (0: ε = clip)
     dynamic_sampling: bool = False   # DAPO: keep only groups whose rewards differ, draw more until `questions` are kept
     max_draws: int = 4               # dynamic sampling: question batches drawn at most per step
+    control: bool = False            # the control run: each draw's rewards shuffled across its rollouts before the
+                                     # advantages (the same rollouts, updates and compute, no reward signal)
     seed: int = 0
     ckpt_every: int = 10
 
@@ -245,7 +247,8 @@ class Batch:
 def gather(run: RLRun) -> Batch:
     """Rollouts of the step's questions and their advantages. Without dynamic sampling, every row
     whose advantage is not 0; with it (DAPO), only whole groups whose rewards differ, further question
-    batches drawn (up to max_draws) until `questions` such groups are kept."""
+    batches drawn (up to max_draws) until `questions` such groups are kept. A control run
+    (cfg.control) takes its advantages from the draw's rewards shuffled across its rollouts."""
     cfg, lm = run.cfg, run.lm
     chunks, groups, drawn, first = [], 0, 0, None
     for k in range(cfg.max_draws if cfg.dynamic_sampling else 1):
@@ -253,10 +256,14 @@ def gather(run: RLRun) -> Batch:
                         data_seed(cfg.seed + DRAW_SEED_STRIDE * k, run.step), cfg.block_length, free_length(cfg))
         first = first or rolls
         drawn += len(rolls.reward)
-        adv = group_advantages(rolls.reward, cfg.group, cfg.scale_rewards)
+        scored = rolls.reward
+        if cfg.control:                                                     # rewards no longer belong to rows
+            perm = torch.randperm(len(scored), generator=torch.Generator().manual_seed(data_seed(cfg.seed, run.step) + k))
+            scored = scored[perm]
+        adv = group_advantages(scored, cfg.group, cfg.scale_rewards)
         keep = adv.abs() > 0
         if cfg.dynamic_sampling:
-            r = rolls.reward.view(-1, cfg.group)
+            r = scored.view(-1, cfg.group)
             signal = (r.max(1).values > r.min(1).values)                    # (Q,) groups whose rewards differ
             signal &= signal.cumsum(0) <= cfg.questions - groups            # no more than the batch needs
             keep = signal.repeat_interleave(cfg.group)
