@@ -8,6 +8,12 @@ Per step, with v_i the proposal at position i and p_i its probability:
 A block keeps stepping after it is full: up to `max_post_steps` "post" steps, and it is done as
 soon as a post step changes nothing (converged). The loop (decode.stream) counts post steps per row.
 
+A stochastic policy (`decision_temperature` κ > 0, for RL on the rule's own decisions): each
+masked position of the block commits with probability σ((p_i − threshold) / κ) and each differing
+filled position is rewritten with probability σ((p_i − editing_threshold) / κ), one uniform draw per
+position from the loop's generator, with no fallback (a pass may commit nothing). As κ → 0 the draws
+become the thresholds; `labkit.training.surrogates` replays their log-probabilities ("decisions").
+
 Presets from the LLaDA2.1 model card: `DraftEdit.speed()` (S mode, 0.5 / 0.0) and
 `DraftEdit.quality()` (Q mode, 0.7 / 0.5), both with max_post_steps 16 and block 32.
 
@@ -44,6 +50,8 @@ class DraftEdit(Rule):
     mbe_blocks: int = 0                # multi-block editing: how many earlier blocks T2T may revisit
     mbe_threshold: float = 0.9         # ... only with p above this
     mbe_edits_per_step: int = 1        # ... and at most this many per row and step
+    decision_temperature: float = 0.0  # κ > 0: each commit and edit a Bernoulli draw, p = σ((confidence − τ) / κ),
+                                       # with no top-n fallback (a stochastic policy RL can learn: labkit.training.rl)
     uses_step_budget: ClassVar[bool] = False   # runs until the block converges; `steps` is ignored
 
     def __post_init__(self):
@@ -51,6 +59,8 @@ class DraftEdit(Rule):
         for name in ("threshold", "editing_threshold", "mbe_threshold"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if not self.decision_temperature >= 0:
+            raise ValueError(f"decision_temperature must be >= 0 (0: the thresholds decide), got {self.decision_temperature!r}")
         for name, low in (("max_post_steps", 0), ("num_to_transfer", 1), ("mbe_blocks", 0),
                           ("mbe_edits_per_step", 1)):
             v = getattr(self, name)
@@ -82,14 +92,20 @@ class DraftEdit(Rule):
 
         masked = state.masked                                           # (B, L)
         score = torch.nan_to_num(confidence, nan=-1.0)
-        m2t = masked & (score > self.threshold)
-        short = m2t.sum(-1) < self.num_to_transfer                      # (B,) fall back to top-n
-        fallback = topk_mask(score, masked, torch.full_like(masked[:, 0], self.num_to_transfer, dtype=torch.long))
-        m2t = torch.where(short[:, None], fallback, m2t)
-
         filled = (x != state.mask_id) & ~state.frozen
         differs = filled & (candidates != x)
-        t2t = differs & state.in_block & (score > self.editing_threshold)
+        if self.decision_temperature:                                   # stochastic decisions (no fallback)
+            u = torch.rand(x.shape, generator=generator, device=x.device)
+            scored = ~torch.isnan(confidence)
+            m2t = masked & scored & (u < torch.sigmoid((score - self.threshold) / self.decision_temperature))
+            t2t = differs & scored & state.in_block & (
+                u < torch.sigmoid((score - self.editing_threshold) / self.decision_temperature))
+        else:
+            m2t = masked & (score > self.threshold)
+            short = m2t.sum(-1) < self.num_to_transfer                  # (B,) fall back to top-n
+            fallback = topk_mask(score, masked, torch.full_like(masked[:, 0], self.num_to_transfer, dtype=torch.long))
+            m2t = torch.where(short[:, None], fallback, m2t)
+            t2t = differs & state.in_block & (score > self.editing_threshold)
         if self.mbe_blocks:
             earlier = torch.zeros_like(masked)
             earlier[:, lo:s] = True

@@ -9,10 +9,11 @@ GRPO as the diffusion papers adapt it. Each step:
 3. a likelihood surrogate ℓ_θ(y) of each rollout y (a diffusion LM's exact log p(y) is
    intractable), drawn once per batch and reused by the inner updates: one of
    `labkit.training.surrogates.SURROGATES` (d1's one pass, ESPO's ELBO, EBPO's block ELBO, TraceRL's
-   trajectory replayed from the rollouts' trace, or the AR twin's exact log p, described there);
+   trajectory replayed from the rollouts' trace, a stochastic rule's decisions replayed, or the AR twin's
+   exact log p, described there);
 4. `inner_steps` updates of the clipped objective
        J = mean over rows of min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A) − β · KL(π_θ ‖ π_ref),
-   ρ = exp(ℓ_θ − ℓ_old) per token (one_pass, trajectory, exact) or per sequence (elbo, block_elbo); the KL
+   ρ = exp(ℓ_θ − ℓ_old) per token (one_pass, trajectory, decisions, exact) or per sequence (elbo, block_elbo); the KL
    is exact over the vocabulary at every position the surrogate reads, to the starting model.
 
     labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl    # resumes from rl_ckpt.pt
@@ -33,15 +34,16 @@ from pathlib import Path
 
 import torch
 
-from ..decode import generate
 from ..models.load import load, model_folder
 from ..samplers import registry
 from ..tasks import Item, exact_match, heldout
 from . import trainer
 from .prompts import sample_prompts
-from .rewards import REWARD_TASKS, keyword_items, rewards, training_question, valid_keywords
+from .rewards import REWARD_TASKS, keyword_items, training_question, valid_keywords
+from .rollouts import ADV_EPS, Rollouts, decode_knobs, group_advantages, rollout  # noqa: F401  (re-exported)
 from .seeds import data_seed, noise_seed
 from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
+    REPLAYED,
     SURROGATES,
     Draw,
     PolicyLogp,
@@ -59,7 +61,7 @@ from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
 from .trainer import RunState, same_config
 
 CHECKPOINT = "rl_ckpt.pt"
-ADV_EPS = 1e-4
+DECIDING_RULES = ("speed", "quality", "draft_edit")   # the rules whose decisions can be drawn (DraftEdit)
 DRAW_SEED_STRIDE = 1_000      # dynamic sampling: draw k of a step uses the run seed + k · this
 # label → (registry rule, knobs): the greedy rules an evaluation can measure on held-out items
 EVAL_RULES = {"low-confidence": ("low_confidence", {}), "threshold 0.9": ("threshold", {"threshold": 0.9}),
@@ -97,6 +99,9 @@ class RLConfig:
     clip_high: float = 0.0           # DAPO's clip-higher: the ratio's upper ε (0: ε = clip)
     dynamic_sampling: bool = False   # DAPO: keep only groups whose rewards differ, draw more until `questions` are kept
     max_draws: int = 4               # dynamic sampling: question batches drawn at most per step
+    decision_temperature: float = 0.0   # κ > 0: the rollout rule (a draft-and-edit rule) commits and edits by
+                                        # Bernoulli draws, the learned decoding policy the "decisions" surrogate shapes
+    pass_penalty: float = 0.0        # λ: the advantage's reward is reward − λ · passes / written tokens (speed counts)
     control: bool = False            # the control run: each draw's rewards shuffled across its rollouts before the
                                      # advantages (the same rollouts, updates and compute, no reward signal)
     seed: int = 0
@@ -118,9 +123,17 @@ class RLConfig:
         if not isinstance(self.group, int) or self.group < 2:
             raise ValueError(f"group must be an integer >= 2 (advantages compare rollouts of one question), "
                              f"got {self.group!r}")
-        if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0 (greedy rollouts of one question are all alike), "
-                             f"got {self.temperature}")
+        if not (self.temperature > 0 or (self.temperature == 0 and self.decision_temperature > 0)):
+            raise ValueError(f"temperature must be > 0 (greedy rollouts of one question are all alike) unless "
+                             f"decision_temperature > 0 draws the decisions, got {self.temperature}")
+        if not self.decision_temperature >= 0 or not self.pass_penalty >= 0:
+            raise ValueError(f"decision_temperature and pass_penalty must be >= 0, got {self.decision_temperature}, "
+                             f"{self.pass_penalty}")
+        if (self.surrogate == "decisions") != (self.decision_temperature > 0) or \
+                (self.decision_temperature and self.rule not in DECIDING_RULES):
+            raise ValueError(f"surrogate 'decisions' and decision_temperature > 0 go together, with a rule from "
+                             f"{', '.join(DECIDING_RULES)}; got surrogate {self.surrogate!r}, decision_temperature "
+                             f"{self.decision_temperature}, rule {self.rule!r}")
         for name, lo, hi in (("clip", 0.0, 1.0), ("t_min", 0.0, 1.0), ("prompt_mask", 0.0, 1.0)):
             v = getattr(self, name)
             if not (lo < v < hi or (name == "prompt_mask" and v == 0)):
@@ -149,63 +162,6 @@ RL_RECIPES = {
 }
 
 
-# --- rollouts ---------------------------------------------------------------------------------
-
-@dataclass
-class Rollouts:
-    """G decodings of each question: rows question-major (question q's rollouts are q·G .. q·G+G−1)."""
-    items: list[Item]            # (N,) the question of each row
-    x: torch.Tensor              # (N, L) final rows: prompt and answer canvas
-    written: torch.Tensor        # (N, L) bool: the positions the rule wrote (masks at the start)
-    texts: list[str]             # (N,) the answers
-    reward: torch.Tensor         # (N,) exact rewards
-    nfe: torch.Tensor            # (N,) forward passes each row took
-    trace: object = None         # the decoding's Trace
-
-
-def decode_knobs(lm, item: Item, block_length: int = 0, gen_length: int = 0) -> dict:
-    """gen_length, block_length and steps for one question: a canvas of exactly its answer's
-    length (or `gen_length` for free text), one block unless block_length divides it, one step
-    per answer token."""
-    n = gen_length or len(lm.encode(item.answer))
-    block = block_length or n
-    if n % block:
-        raise ValueError(f"block_length must divide the answer length {n}, got {block_length}")
-    return dict(gen_length=n, block_length=block, steps=n)
-
-
-def rollout(lm, items: list[Item], rule, group: int, seed: int, block_length: int = 0,
-            gen_length: int = 0) -> Rollouts:
-    """Decode each item `group` times with `rule` (a rule object or name) and score the answers.
-    A task's questions share one layout; free-text questions (`gen_length` tokens each) may have
-    prompts of any length (left-padded). The rows come back on the CPU, as the trace keeps them."""
-    rows = [it for it in items for _ in range(group)]
-    shapes = {(len(lm.encode(it.prompt)), len(lm.encode(it.answer))) for it in items}
-    if len(shapes) != 1 and not gen_length:
-        raise ValueError(f"the questions of one batch must share prompt and answer lengths, got {sorted(shapes)}")
-    knobs = decode_knobs(lm, items[0], block_length, gen_length)
-    with torch.inference_mode():
-        out = generate(lm, [it.prompt for it in rows], rule, seed=seed, **knobs)
-    trace = out.trace
-    x = trace.final.clone().long()
-    written = trace.init == lm.mask_id
-    r = torch.tensor(rewards(out.texts, rows), dtype=torch.float32)
-    return Rollouts(rows, x, written.clone(), list(out.texts), r, trace.row_nfe().clone(), trace)
-
-
-def group_advantages(reward: torch.Tensor, group: int, scale: bool = True, eps: float = ADV_EPS) -> torch.Tensor:
-    """(N,) rewards, question-major in groups of `group` → (N,) advantages: each reward minus its
-    group's mean, divided by the group's standard deviation (+ eps) when `scale`. A group whose
-    rollouts all earned the same reward gets advantage 0: it carries no signal."""
-    if reward.dim() != 1 or reward.numel() % group:
-        raise ValueError(f"reward must be (N,) with N a multiple of group={group}, got {tuple(reward.shape)}")
-    r = reward.view(-1, group).float()
-    a = r - r.mean(1, keepdim=True)
-    if scale:
-        a = a / (r.std(1, keepdim=True) + eps)
-    return a.reshape(-1)
-
-
 # --- the run ----------------------------------------------------------------------------------
 
 @dataclass(kw_only=True)
@@ -222,8 +178,10 @@ class RLRun(RunState):
 
 
 def rollout_rule(cfg: RLConfig):
-    """The registry rule cfg names, sampling at cfg.temperature."""
-    return registry.rule(cfg.rule, temperature=cfg.temperature)
+    """The registry rule cfg names, sampling at cfg.temperature (and drawing its decisions at
+    cfg.decision_temperature)."""
+    rule = registry.rule(cfg.rule, temperature=cfg.temperature)
+    return dataclasses.replace(rule, decision_temperature=cfg.decision_temperature) if cfg.decision_temperature else rule
 
 
 def step_questions(cfg: RLConfig, step: int, draw: int = 0) -> list[Item]:
@@ -257,6 +215,8 @@ def gather(run: RLRun) -> Batch:
         first = first or rolls
         drawn += len(rolls.reward)
         scored = rolls.reward
+        if cfg.pass_penalty:                                                # speed counts: passes per written token
+            scored = scored - cfg.pass_penalty * rolls.nfe.float() / rolls.written.sum(-1).clamp_min(1)
         if cfg.control:                                                     # rewards no longer belong to rows
             perm = torch.randperm(len(scored), generator=torch.Generator().manual_seed(data_seed(cfg.seed, run.step) + k))
             scored = scored[perm]
@@ -315,14 +275,15 @@ def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch
     """`inner_steps` clipped updates on rollouts x (N, L) with written (N, L) and advantages (N,).
     The surrogate's noise is drawn once from g on the rollouts' device (the CPU, where the trace keeps
     them: a seed gives the same draws whatever the network's device), then the draw, the rollouts and
-    the advantages move to the network's device; the "trajectory" surrogate replays `trace`'s rows
-    `rows` (N,) instead, or, given lists, each trace's rows in turn (x's rows in the same order).
+    the advantages move to the network's device; the "trajectory" and "decisions" surrogates replay
+    `trace`'s rows `rows` (N,) instead, or, given lists, each trace's rows in turn (x's rows in the
+    same order).
     Returns the last update's loss (detached) and parts."""
     cfg, lm = run.cfg, run.lm
     knobs = dict(t_min=cfg.t_min, samples=cfg.elbo_samples, kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask,
-                 block_length=cfg.block_length)
+                 block_length=cfg.block_length, rule=run.rule)
     if isinstance(trace, (list, tuple)):
-        if cfg.surrogate == "trajectory":
+        if cfg.surrogate in REPLAYED:
             starts = torch.tensor([0] + [len(r) for r in rows]).cumsum(0).tolist()
             d = concat_draws([draw(cfg.surrogate, x[a:b], written[a:b], lm.mask_id, g, trace=t, rows=r, **knobs)
                               for t, r, a, b in zip(trace, rows, starts, starts[1:])])
@@ -439,9 +400,8 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
     return finish_rl(run)
 
 
-__all__ = ["ADV_EPS", "Batch", "CHECKPOINT", "DRAW_SEED_STRIDE", "EVAL_RULES", "RL_RECIPES", "SURROGATES", "clipped_objective",
-           "concat_draws", "decode_knobs", "Draw", "draw", "gather",
-           "estimate", "evaluate_policy", "finish_rl", "free_length", "gradient_noise", "group_advantages",
-           "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits", "policy_update", "PolicyLogp", "rl_step",
-           "RLConfig", "RLRun", "rollout", "rollout_rule", "Rollouts", "same_config",
-           "save_checkpoint", "setup_rl", "step_questions", "train_rl"]
+__all__ = ["ADV_EPS", "Batch", "CHECKPOINT", "clipped_objective", "concat_draws", "DECIDING_RULES", "decode_knobs", "draw",
+           "Draw", "DRAW_SEED_STRIDE", "estimate", "EVAL_RULES", "evaluate_policy", "finish_rl", "free_length", "gather",
+           "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits",
+           "policy_update", "PolicyLogp", "RL_RECIPES", "rl_step", "RLConfig", "RLRun", "rollout", "rollout_rule",
+           "Rollouts", "same_config", "save_checkpoint", "setup_rl", "step_questions", "SURROGATES", "train_rl"]

@@ -12,6 +12,9 @@ network (`estimate`):
 - "trajectory" TraceRL's: the rollout's own decoding replayed from its trace, log p of each token at
                the state where the rule committed or edited it (exact, no Monte Carlo), token-level
                ratios: what the reward scored is what the rule did;
+- "decisions"  a learned decoding policy's: the Bernoulli commit / edit decisions of a stochastic
+               draft-and-edit rule (decision_temperature κ), log σ(±(p − τ) / κ) of each, replayed
+               from the trace: what RL shapes is when the rule holds and when it commits or edits;
 - "exact"      an AR twin's Σ log p(y_i | y_<i), token-level ratios: the control.
 """
 from __future__ import annotations
@@ -24,8 +27,9 @@ import torch.nn.functional as F
 
 from .masking import mask_tokens, stratified_t
 
-SURROGATES = ("one_pass", "elbo", "block_elbo", "trajectory", "exact")
-TOKEN_LEVEL = ("one_pass", "trajectory", "exact")   # per-token ratios; the ELBOs one ratio per sequence
+SURROGATES = ("one_pass", "elbo", "block_elbo", "trajectory", "decisions", "exact")
+TOKEN_LEVEL = ("one_pass", "trajectory", "decisions", "exact")   # per-token ratios; the ELBOs one per sequence
+REPLAYED = ("trajectory", "decisions")        # replayed from the rollouts' trace, nothing drawn
 
 
 def policy_logits(lm, net, x: torch.Tensor) -> torch.Tensor:
@@ -50,11 +54,14 @@ class Draw:
     causal: bool = False         # logits at i predict token i + 1 (an AR twin)
     n: torch.Tensor = None       # (N,) answer tokens of each rollout row (the per-token normaliser)
     target: torch.Tensor | None = None   # (M, L) the tokens scored on each canvas (None: the rollout's final x)
+    decision: torch.Tensor | None = None  # (M, L) "decisions": +1 committed / edited, −1 held, 0 no decision
+    tau: torch.Tensor | None = None       # (M, L) "decisions": the threshold each decision was drawn against
+    kappa: float = 0.0                    # "decisions": the rule's decision temperature
 
     def to(self, device: str | torch.device) -> "Draw":
         """The same draw on `device` (the network's)."""
-        moved = {f: getattr(self, f).to(device) for f in ("canvas", "row", "weight", "scored", "n", "target")
-                 if getattr(self, f) is not None}
+        moved = {f: getattr(self, f).to(device) for f in ("canvas", "row", "weight", "scored", "n", "target", "decision",
+                                                          "tau") if getattr(self, f) is not None}
         return dataclasses.replace(self, **moved)
 
 
@@ -80,20 +87,50 @@ def trajectory_draw(trace, rows: torch.Tensor, written: torch.Tensor) -> Draw:
     return Draw("trajectory", before, r.to(dev), acted.float(), acted, n=written.sum(-1), target=tokens)
 
 
+def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule) -> Draw:
+    """The "decisions" surrogate's canvases: the Bernoulli commit / edit decisions of a stochastic
+    draft-and-edit `rule` (decision_temperature κ > 0) replayed from `trace`'s rows `rows` (N,). At
+    each pass, every position the rule scored decided: a mask committed (+1) or held (−1) against
+    τ = rule.threshold, a written token whose proposal differed rewritten (+1) or kept (−1) against
+    τ = rule.editing_threshold; its log-probability is log σ(±(p(proposal) − τ) / κ) under the
+    network. One canvas per (pass, row) with a decision, pass-major."""
+    if not getattr(rule, "decision_temperature", 0):
+        raise ValueError("surrogate 'decisions' replays a draft-and-edit rule with decision_temperature > 0, "
+                         f"got {rule!r}")
+    rows = rows.cpu()
+    tokens = trace.tokens()[:, rows].long()                               # (S, N, L) after each pass
+    before = torch.cat([trace.init[rows][None].long(), tokens[:-1]])      # (S, N, L) what each pass read
+    cand = trace.candidates()[:, rows].long()                             # (S, N, L) the proposals
+    scored = ~torch.isnan(trace.confidence()[:, rows].float()) & trace.active()[:, rows, None]
+    commit = scored & (before == trace.mask_id)
+    edit = scored & (before != trace.mask_id) & (cand != before)
+    decided = commit | edit
+    acted = (trace.committed() | trace.edited())[:, rows]
+    s, r = decided.any(-1).nonzero(as_tuple=True)                         # (M,) pairs with a decision
+    dev = written.device
+    sign = torch.where(acted, 1.0, -1.0) * decided.float()               # (S, N, L)
+    tau = torch.where(commit, float(rule.threshold), float(rule.editing_threshold))
+    before, cand, decided, sign, tau = (t[s, r].to(dev) for t in (before, cand, decided, sign, tau))   # (M, L)
+    return Draw("decisions", before, r.to(dev), decided.float(), decided, n=written.sum(-1), target=cand,
+                decision=sign, tau=tau, kappa=float(rule.decision_temperature))
+
+
 def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, generator: torch.Generator, *,
          t_min: float = 0.1, samples: int = 1, kept_weight: float = 0.0, prompt_mask: float = 0.15,
-         block_length: int = 0, trace=None, rows: torch.Tensor | None = None) -> Draw:
+         block_length: int = 0, trace=None, rows: torch.Tensor | None = None, rule=None) -> Draw:
     """The canvases and weights of one estimate of `surrogate` for rollouts x (N, L), written (N, L);
-    "trajectory" replays `trace`'s rows `rows` (N,) (the rollouts' decoding) and draws nothing."""
+    "trajectory" and "decisions" replay `trace`'s rows `rows` (N,) (the rollouts' decoding, by
+    `rule` for decisions) and draw nothing."""
     N, L = x.shape
     dev = x.device
     n = written.sum(-1)                                                  # (N,)
     every = torch.arange(N, device=dev)
-    if surrogate == "trajectory":
+    if surrogate in REPLAYED:
         if trace is None or rows is None or len(rows) != N:
-            raise ValueError("surrogate 'trajectory' replays the rollouts' decoding: give their trace and the "
+            raise ValueError(f"surrogate {surrogate!r} replays the rollouts' decoding: give their trace and the "
                              f"{N} trace rows of x (rows=)")
-        return trajectory_draw(trace, rows, written)
+        return trajectory_draw(trace, rows, written) if surrogate == "trajectory" else \
+            decisions_draw(trace, rows, written, rule)
     if surrogate == "exact":
         scored = torch.zeros_like(written)
         scored[:, :-1] = written[:, 1:]                                  # logits at i - 1 predict i
@@ -151,6 +188,8 @@ def estimate(logits_fn, d: Draw, x: torch.Tensor) -> PolicyLogp:
         token[:, :-1] = torch.where(d.scored[:, :-1], tok[:, 1:], 0.0)  # aligned with `scored`
     else:
         tok = logp.gather(-1, target[..., None]).squeeze(-1)            # (M, L)
+        if d.decision is not None:                                      # log σ(±(p − τ) / κ) of each decision
+            tok = F.logsigmoid(d.decision * (tok.exp() - d.tau) / d.kappa)
         per = (tok * d.weight).sum(-1)
         token = torch.where(d.scored, tok, 0.0)
     N = len(d.n)
@@ -219,10 +258,10 @@ def concat_draws(draws: list[Draw]) -> Draw:
     if len({(d.surrogate, d.causal, d.target is None, d.canvas.shape[1]) for d in draws}) != 1:
         raise ValueError("draws must share their surrogate, layout and canvas length to be joined")
     offsets = torch.tensor([0] + [len(d.n) for d in draws[:-1]]).cumsum(0).tolist()
-    return Draw(draws[0].surrogate, torch.cat([d.canvas for d in draws]),
-                torch.cat([d.row + o for d, o in zip(draws, offsets)]), torch.cat([d.weight for d in draws]),
-                torch.cat([d.scored for d in draws]), draws[0].causal, torch.cat([d.n for d in draws]),
-                None if draws[0].target is None else torch.cat([d.target for d in draws]))
+    def cat(name):
+        return None if getattr(draws[0], name) is None else torch.cat([getattr(d, name) for d in draws])
+    return Draw(draws[0].surrogate, cat("canvas"), torch.cat([d.row + o for d, o in zip(draws, offsets)]), cat("weight"),
+                cat("scored"), draws[0].causal, cat("n"), cat("target"), cat("decision"), cat("tau"), draws[0].kappa)
 
 
 # --- how noisy is each surrogate's gradient? ------------------------------------------------------
@@ -259,7 +298,6 @@ def gradient_noise(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor
             "reference_draws": reference_draws, "single_draws": single_draws, "reference": ref}
 
 
-__all__ = ["SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "concat_draws", "draw", "estimate",
-           "gradient_noise",
-           "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits",
-           "trajectory_draw"]
+__all__ = ["REPLAYED", "SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "concat_draws",
+           "decisions_draw", "draw", "estimate", "gradient_noise", "grpo_loss", "kl_to_ref", "on_device",
+           "policy_gradient", "policy_logits", "trajectory_draw"]
