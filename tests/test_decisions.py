@@ -83,3 +83,31 @@ def test_bad_settings_name_the_parameter():
                 dict(pass_penalty=-1.0), dict(temperature=0.0)):
         with pytest.raises(ValueError, match="decision_temperature|temperature must be"):
             RLConfig(**bad)
+
+
+def test_each_decision_gets_its_credit_against_the_truth(drawn):
+    lm, rule, rolls, _ = drawn
+    from labkit.training.rollouts import truth
+    right = truth(lm, rolls)
+    P = rolls.trace.prompt_len
+    assert [lm.decode(row) for row in right[:, P:].tolist()] == [it.answer for it in rolls.items]
+    N = len(rolls.x)
+    d = draw("decisions", rolls.x, rolls.written, lm.mask_id, None, trace=rolls.trace, rows=torch.arange(N), rule=rule,
+             truth=right)
+    good = (d.target == right[d.row]) == (d.decision > 0)                           # committed right or held wrong
+    assert torch.equal(d.credit, torch.where(d.scored, torch.where(good, 1.0, -1.0), 0.0))
+    assert (d.credit < 0).any() and (d.credit > 0).any()
+
+
+def test_the_credit_weight_adds_to_each_tokens_advantage():
+    from labkit.training.surrogates import PolicyLogp, grpo_loss
+    d = type("D", (), {"surrogate": "decisions", "row": torch.tensor([0, 1]), "scored": torch.ones(2, 2, dtype=torch.bool),
+                       "credit": torch.tensor([[1.0, -1.0], [1.0, 1.0]])})()
+    zero = torch.zeros(2, 2)
+    new = PolicyLogp(torch.full((2, 2), 0.1, requires_grad=True), None, None)
+    loss, _ = grpo_loss(new, PolicyLogp(zero, None, None), torch.tensor([0.5, -0.5]), d, 0.2, credit_weight=2.0)
+    loss.backward()
+    # per token: -d/dlogp of min(ρA, clip(ρ)A) at ρ = e^0.1 (inside the band) is -ρ·A / (tokens of the row) / rows
+    rho = float(torch.exp(torch.tensor(0.1)))
+    want = -rho * torch.tensor([[0.5 + 2, 0.5 - 2], [-0.5 + 2, -0.5 + 2]]) / 2 / 2
+    assert torch.allclose(new.token.grad, want, atol=1e-6)

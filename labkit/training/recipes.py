@@ -244,11 +244,12 @@ RECIPES["tiny-sudoku-from-ar"] = TrainConfig(**{**TASK_SHAPE, "warmup": 100}, in
 RECIPES["tiny-sudoku-scratch"] = TrainConfig(**{**TASK_SHAPE, "warmup": 100}, seq_len=37, edit_prob=0.1,
                                              tasks=(("sudoku", 1.0),), batch_size=64, steps=1500)
 # The editor trained on its own errors (labkit.training.self_errors): tiny-sudoku fine-tuned for 1000 steps
-# with half of each batch its own threshold-0.5 and S-mode drafts of training puzzles (the rest its own
-# recipe's rows and repair noise), beside the control at the same steps with the random repair noise only.
+# with a quarter of each batch its own threshold-0.5 and S-mode drafts of training puzzles (the rest its own
+# recipe's rows and repair noise; the share chosen among 1/8, 1/4 and 1/2 by `labkit bench editor`), beside
+# the control at the same steps with the random repair noise only.
 EDITOR_TUNE = dict(**{**TASK_SHAPE, "warmup": 50, "lr": 2e-4, "ckpt_every": 100}, init_from="tiny-sudoku", seq_len=37,
                    edit_prob=0.1, tasks=(("sudoku", 1.0),), batch_size=64, steps=1000)
-RECIPES["tiny-sudoku-editor"] = TrainConfig(**EDITOR_TUNE, self_error_share=0.5)
+RECIPES["tiny-sudoku-editor"] = TrainConfig(**EDITOR_TUNE, self_error_share=0.25)
 RECIPES["tiny-sudoku-t2t"] = TrainConfig(**EDITOR_TUNE)
 SUDOKU_CURVE_STEPS = (150, 375, 750)
 CURVE_STEPS = (120, 300, 600, 1200)     # 10/25/50% of the 1200-step runs (then their end); 5/12.5/25/50% of tiny's

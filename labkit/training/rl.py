@@ -40,7 +40,7 @@ from ..tasks import Item, exact_match, heldout
 from . import trainer
 from .prompts import sample_prompts
 from .rewards import REWARD_TASKS, keyword_items, training_question, valid_keywords
-from .rollouts import ADV_EPS, Rollouts, decode_knobs, group_advantages, rollout  # noqa: F401  (re-exported)
+from .rollouts import ADV_EPS, Rollouts, decode_knobs, group_advantages, rollout, truth  # noqa: F401  (re-exported)
 from .seeds import data_seed, noise_seed
 from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
     REPLAYED,
@@ -101,6 +101,8 @@ class RLConfig:
     max_draws: int = 4               # dynamic sampling: question batches drawn at most per step
     decision_temperature: float = 0.0   # κ > 0: the rollout rule (a draft-and-edit rule) commits and edits by
                                         # Bernoulli draws, the learned decoding policy the "decisions" surrogate shapes
+    decision_credit: float = 0.0     # "decisions": weight of each decision's own credit against the truth (+1 a
+                                     # right call, −1 a wrong one) added to the rollout's advantage (dense reward)
     pass_penalty: float = 0.0        # λ: the advantage's reward is reward − λ · passes / written tokens (speed counts)
     control: bool = False            # the control run: each draw's rewards shuffled across its rollouts before the
                                      # advantages (the same rollouts, updates and compute, no reward signal)
@@ -126,6 +128,9 @@ class RLConfig:
         if not (self.temperature > 0 or (self.temperature == 0 and self.decision_temperature > 0)):
             raise ValueError(f"temperature must be > 0 (greedy rollouts of one question are all alike) unless "
                              f"decision_temperature > 0 draws the decisions, got {self.temperature}")
+        if self.decision_credit and (self.surrogate != "decisions" or self.task == "keywords" or self.decision_credit < 0):
+            raise ValueError(f"decision_credit must be >= 0, with surrogate 'decisions' on a task with answers, got "
+                             f"{self.decision_credit} ({self.surrogate!r}, task {self.task!r})")
         if not self.decision_temperature >= 0 or not self.pass_penalty >= 0:
             raise ValueError(f"decision_temperature and pass_penalty must be >= 0, got {self.decision_temperature}, "
                              f"{self.pass_penalty}")
@@ -260,9 +265,11 @@ def rl_step(run: RLRun) -> dict:
            "rollout_seconds": round(time.perf_counter() - t0, 2)}
     if batch.kept:
         g = torch.Generator().manual_seed(noise_seed(cfg.seed, run.step))
-        parts = [(r.x[k], r.written[k], a[k], r.trace, k.nonzero().squeeze(1)) for r, a, k in batch.chunks if k.any()]
+        parts = [(r.x[k], r.written[k], a[k], r.trace, k.nonzero().squeeze(1), truth(lm, r)[k] if cfg.decision_credit else None)
+                 for r, a, k in batch.chunks if k.any()]
         x, written, adv = (torch.cat([p[i] for p in parts]) for i in range(3))
-        loss, out = policy_update(run, x, written, adv, g, trace=[p[3] for p in parts], rows=[p[4] for p in parts])
+        loss, out = policy_update(run, x, written, adv, g, trace=[p[3] for p in parts], rows=[p[4] for p in parts],
+                                  truths=[p[5] for p in parts] if cfg.decision_credit else None)
         rec.update(loss=round(float(loss), 5), clip_fraction=round(float(out["clip_fraction"]), 4),
                    kl=round(float(out["kl"]), 6), approx_kl=round(float(out["approx_kl"]), 6))
     run.step += 1
@@ -271,13 +278,13 @@ def rl_step(run: RLRun) -> dict:
 
 
 def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor,
-                  g: torch.Generator, trace=None, rows=None) -> tuple[torch.Tensor, dict]:
+                  g: torch.Generator, trace=None, rows=None, truths=None) -> tuple[torch.Tensor, dict]:
     """`inner_steps` clipped updates on rollouts x (N, L) with written (N, L) and advantages (N,).
     The surrogate's noise is drawn once from g on the rollouts' device (the CPU, where the trace keeps
     them: a seed gives the same draws whatever the network's device), then the draw, the rollouts and
     the advantages move to the network's device; the "trajectory" and "decisions" surrogates replay
     `trace`'s rows `rows` (N,) instead, or, given lists, each trace's rows in turn (x's rows in the
-    same order).
+    same order); `truths` (a list like `rows`, of (n, L) right rows) gives the decisions their credit.
     Returns the last update's loss (detached) and parts."""
     cfg, lm = run.cfg, run.lm
     knobs = dict(t_min=cfg.t_min, samples=cfg.elbo_samples, kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask,
@@ -285,8 +292,9 @@ def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch
     if isinstance(trace, (list, tuple)):
         if cfg.surrogate in REPLAYED:
             starts = torch.tensor([0] + [len(r) for r in rows]).cumsum(0).tolist()
-            d = concat_draws([draw(cfg.surrogate, x[a:b], written[a:b], lm.mask_id, g, trace=t, rows=r, **knobs)
-                              for t, r, a, b in zip(trace, rows, starts, starts[1:])])
+            truths = truths or [None] * len(rows)
+            d = concat_draws([draw(cfg.surrogate, x[a:b], written[a:b], lm.mask_id, g, trace=t, rows=r, truth=y, **knobs)
+                              for t, r, y, a, b in zip(trace, rows, truths, starts, starts[1:])])
         else:
             d = draw(cfg.surrogate, x, written, lm.mask_id, g, **knobs)
     else:
@@ -298,7 +306,7 @@ def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch
     for _ in range(cfg.inner_steps):
         new = estimate(lambda c: policy_logits(lm, lm.net, c), d, x)
         kl = kl_to_ref(new.logp, ref, d) if ref is not None else None
-        loss, parts = grpo_loss(new, old, adv, d, cfg.clip, kl, cfg.kl, cfg.clip_high or None)
+        loss, parts = grpo_loss(new, old, adv, d, cfg.clip, kl, cfg.kl, cfg.clip_high or None, cfg.decision_credit)
         run.opt.zero_grad(set_to_none=True)
         trainer.optimizer_step(loss, lm.net, run.opt, cfg.grad_clip)
     return loss.detach(), parts

@@ -69,4 +69,16 @@ def group_advantages(reward: torch.Tensor, group: int, scale: bool = True, eps: 
     return a.reshape(-1)
 
 
-__all__ = ["ADV_EPS", "Rollouts", "decode_knobs", "group_advantages", "rollout"]
+def truth(lm, rolls: Rollouts) -> torch.Tensor:
+    """(N, L) the rows as the right answers would fill them: the canvas after the prompt holds each
+    question's answer (a task's answers fill their canvas exactly; free text has no truth)."""
+    P = rolls.trace.prompt_len
+    answers = [lm.encode(it.answer) for it in rolls.items]
+    if any(len(a) != rolls.x.shape[1] - P for a in answers) or any(it.task == "keywords" for it in rolls.items):
+        raise ValueError("truth needs questions whose answers fill the canvas (a task's), not free text")
+    out = rolls.x.clone()
+    out[:, P:] = torch.tensor(answers, dtype=torch.long)
+    return out
+
+
+__all__ = ["ADV_EPS", "Rollouts", "decode_knobs", "group_advantages", "rollout", "truth"]

@@ -57,11 +57,13 @@ class Draw:
     decision: torch.Tensor | None = None  # (M, L) "decisions": +1 committed / edited, −1 held, 0 no decision
     tau: torch.Tensor | None = None       # (M, L) "decisions": the threshold each decision was drawn against
     kappa: float = 0.0                    # "decisions": the rule's decision temperature
+    credit: torch.Tensor | None = None    # (M, L) "decisions" with the truth: +1 a right call (a right proposal
+                                          # committed or kept, a wrong one held), −1 a wrong call, 0 no decision
 
     def to(self, device: str | torch.device) -> "Draw":
         """The same draw on `device` (the network's)."""
         moved = {f: getattr(self, f).to(device) for f in ("canvas", "row", "weight", "scored", "n", "target", "decision",
-                                                          "tau") if getattr(self, f) is not None}
+                                                          "tau", "credit") if getattr(self, f) is not None}
         return dataclasses.replace(self, **moved)
 
 
@@ -87,13 +89,15 @@ def trajectory_draw(trace, rows: torch.Tensor, written: torch.Tensor) -> Draw:
     return Draw("trajectory", before, r.to(dev), acted.float(), acted, n=written.sum(-1), target=tokens)
 
 
-def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule) -> Draw:
+def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule, truth: torch.Tensor | None = None) -> Draw:
     """The "decisions" surrogate's canvases: the Bernoulli commit / edit decisions of a stochastic
     draft-and-edit `rule` (decision_temperature κ > 0) replayed from `trace`'s rows `rows` (N,). At
     each pass, every position the rule scored decided: a mask committed (+1) or held (−1) against
     τ = rule.threshold, a written token whose proposal differed rewritten (+1) or kept (−1) against
     τ = rule.editing_threshold; its log-probability is log σ(±(p(proposal) − τ) / κ) under the
-    network. One canvas per (pass, row) with a decision, pass-major."""
+    network. One canvas per (pass, row) with a decision, pass-major. Given the rows' `truth` (N, L),
+    each decision also gets its credit (Draw.credit): +1 when it committed or kept a right proposal
+    or held a wrong one, −1 otherwise."""
     if not getattr(rule, "decision_temperature", 0):
         raise ValueError("surrogate 'decisions' replays a draft-and-edit rule with decision_temperature > 0, "
                          f"got {rule!r}")
@@ -110,14 +114,20 @@ def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule) -> Dr
     dev = written.device
     sign = torch.where(acted, 1.0, -1.0) * decided.float()               # (S, N, L)
     tau = torch.where(commit, float(rule.threshold), float(rule.editing_threshold))
+    credit = None
+    if truth is not None:
+        right = cand == truth.cpu()[None]                                 # (S, N, L) the proposal is right
+        credit = torch.where(right, 1.0, -1.0) * sign                     # a right call: +1, a wrong one: −1
+        credit = credit[s, r].to(dev)
     before, cand, decided, sign, tau = (t[s, r].to(dev) for t in (before, cand, decided, sign, tau))   # (M, L)
     return Draw("decisions", before, r.to(dev), decided.float(), decided, n=written.sum(-1), target=cand,
-                decision=sign, tau=tau, kappa=float(rule.decision_temperature))
+                decision=sign, tau=tau, kappa=float(rule.decision_temperature), credit=credit)
 
 
 def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, generator: torch.Generator, *,
          t_min: float = 0.1, samples: int = 1, kept_weight: float = 0.0, prompt_mask: float = 0.15,
-         block_length: int = 0, trace=None, rows: torch.Tensor | None = None, rule=None) -> Draw:
+         block_length: int = 0, trace=None, rows: torch.Tensor | None = None, rule=None,
+         truth: torch.Tensor | None = None) -> Draw:
     """The canvases and weights of one estimate of `surrogate` for rollouts x (N, L), written (N, L);
     "trajectory" and "decisions" replay `trace`'s rows `rows` (N,) (the rollouts' decoding, by
     `rule` for decisions) and draw nothing."""
@@ -130,7 +140,7 @@ def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, g
             raise ValueError(f"surrogate {surrogate!r} replays the rollouts' decoding: give their trace and the "
                              f"{N} trace rows of x (rows=)")
         return trajectory_draw(trace, rows, written) if surrogate == "trajectory" else \
-            decisions_draw(trace, rows, written, rule)
+            decisions_draw(trace, rows, written, rule, truth)
     if surrogate == "exact":
         scored = torch.zeros_like(written)
         scored[:, :-1] = written[:, 1:]                                  # logits at i - 1 predict i
@@ -218,17 +228,21 @@ def clipped_objective(ratio: torch.Tensor, adv: torch.Tensor, clip: float, clip_
 
 def grpo_loss(new: PolicyLogp, old: PolicyLogp, adv: torch.Tensor, d: Draw, clip: float,
               kl: torch.Tensor | None = None, beta: float = 0.0,
-              clip_high: float | None = None) -> tuple[torch.Tensor, dict]:
+              clip_high: float | None = None, credit_weight: float = 0.0) -> tuple[torch.Tensor, dict]:
     """The negated objective to minimise, and its parts: token-level ratios (one_pass, trajectory,
     exact: each token clipped on its own, as TraceRL and d1 do) averaged over each row's scored
     tokens on all its canvases, or one ratio per sequence (elbo, block_elbo); minus β · KL. `adv` (N,).
     The parts are detached 0-d tensors: the share of ratios outside [1 − ε, 1 + ε_high]
     (clip_fraction), the mean KL to the reference (kl) and the approximate KL from the batch's old
-    policy, mean of (ρ − 1) − log ρ (approx_kl, Schulman's k3)."""
+    policy, mean of (ρ − 1) − log ρ (approx_kl, Schulman's k3). With `credit_weight` w, a token-level
+    draw's credit (the decisions' +1 / −1 against the truth) adds w · credit to each token's advantage."""
     hi = clip if clip_high is None else clip_high
     if d.surrogate in TOKEN_LEVEL:
         log_ratio = new.token - old.token                               # (M, L)
-        obj = clipped_objective(log_ratio.exp(), adv[d.row][:, None], clip, hi)
+        tok_adv = adv[d.row][:, None]                                   # (M, 1)
+        if credit_weight and d.credit is not None:
+            tok_adv = tok_adv + credit_weight * d.credit                # (M, L)
+        obj = clipped_objective(log_ratio.exp(), tok_adv, clip, hi)
         N = len(adv)                                                    # each row: the mean over its scored
         total = obj.new_zeros(N).index_add(0, d.row, torch.where(d.scored, obj, 0.0).sum(-1))   # tokens, on
         count = obj.new_zeros(N).index_add(0, d.row, d.scored.sum(-1).to(obj.dtype))          # all its canvases
@@ -261,7 +275,8 @@ def concat_draws(draws: list[Draw]) -> Draw:
     def cat(name):
         return None if getattr(draws[0], name) is None else torch.cat([getattr(d, name) for d in draws])
     return Draw(draws[0].surrogate, cat("canvas"), torch.cat([d.row + o for d, o in zip(draws, offsets)]), cat("weight"),
-                cat("scored"), draws[0].causal, cat("n"), cat("target"), cat("decision"), cat("tau"), draws[0].kappa)
+                cat("scored"), draws[0].causal, cat("n"), cat("target"), cat("decision"), cat("tau"), draws[0].kappa,
+                cat("credit"))
 
 
 # --- how noisy is each surrogate's gradient? ------------------------------------------------------
