@@ -1,5 +1,5 @@
-"""docs/models.md's generated sections written from the committed results: the task pairs, RL and
-block diffusion (the RL and block results carry their targets, judged here before the section is
+"""docs/models.md's generated sections written from the committed results: the task pairs, the
+self-error editor, RL and block diffusion (the RL and block results carry their targets, judged here before the section is
 written)."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from labkit.bench.blocks import PARTS
 
-from . import blocks, rl, tasks
+from . import blocks, editor, rl, tasks
 from .markdown import MODELS_DOC, RESULTS, write_heading_section, write_section
 from .targets import judge_blocks, judge_rl
 
@@ -28,6 +28,11 @@ def judged(name: str, judge, results: Path = RESULTS) -> dict:
 def write_tasks(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
     r, seeds = (json.loads((results / f).read_text()) for f in ("tasks.json", "task_seeds.json"))
     return write_heading_section(tasks.models_section(r, seeds), tasks.HEADING, doc)
+
+
+def write_editor(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
+    result = json.loads((results / "editor.json").read_text())
+    return write_section(editor.models_section(result), editor.SECTION_START, editor.SECTION_END, doc, editor.BEFORE)
 
 
 def write_rl(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:

@@ -53,12 +53,15 @@ def run_rl(a) -> int:
 
 
 def train_editor_runs(folder: str | Path = editor.RUNS, log=None) -> list[Path]:
-    """The editor and its control (`bench.editor.TRAINED`) into folder/NAME where no finished run is."""
+    """The editor, its control (`bench.editor.TRAINED`) and the editor at each draft share of
+    `bench.editor.SHARES` into folder/NAME where no finished run is: the folders trained."""
     trained = []
-    for name in editor.TRAINED:
+    wanted = {name: RECIPES[name] for name in editor.TRAINED}
+    wanted |= {editor.share_run(s): editor.share_config(s) for s in editor.SHARES}
+    for name, cfg in wanted.items():
         run = Path(folder) / name
         if not (run / "training.json").is_file():
-            train(RECIPES[name], run, progress=False, log=_quiet_log(log))
+            train(cfg, run, progress=False, log=_quiet_log(log))
             trained.append(run)
     return trained
 
