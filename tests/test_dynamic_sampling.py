@@ -35,7 +35,8 @@ def test_only_groups_whose_rewards_differ_are_kept_and_the_batch_is_refilled(run
         run.step = step
         batch = gather(run)
         kept_groups = 0
-        for k, (rolls, _, keep) in enumerate(batch.chunks):
+        for k, (rolls, _, keep, rule, draw_k) in enumerate(batch.chunks):
+            assert draw_k == k and rule is run.rule
             assert [it.prompt for it in rolls.items[::cfg.group]] == [q.prompt for q in step_questions(cfg, step, k)]
             r, kg = rolls.reward.view(-1, cfg.group), keep.view(-1, cfg.group)
             assert (kg.all(1) | ~kg.any(1)).all()                                 # whole groups
@@ -45,14 +46,14 @@ def test_only_groups_whose_rewards_differ_are_kept_and_the_batch_is_refilled(run
                 assert kept_groups < cfg.questions
         assert kept_groups == cfg.questions or len(batch.chunks) == cfg.max_draws  # ... is followed by another
         assert batch.kept == kept_groups * cfg.group <= cfg.questions * cfg.group
-        assert batch.first is batch.chunks[0][0] and batch.drawn == len(batch.chunks) * cfg.questions * cfg.group
+        assert batch.first == [batch.chunks[0][0]] and batch.drawn == len(batch.chunks) * cfg.questions * cfg.group
     run.step = 0
 
 
 def test_without_dynamic_sampling_every_row_with_an_advantage_is_kept(tmp_path):
     plain = setup_rl(dataclasses.replace(SMALL, surrogate="trajectory"), tmp_path, log=lambda m: None)
     batch = gather(plain)
-    (rolls, adv, keep), = batch.chunks
+    (rolls, adv, keep, _, _), = batch.chunks
     assert torch.equal(keep, adv.abs() > 0)
 
 
@@ -108,8 +109,24 @@ def test_the_control_run_updates_on_shuffled_rewards(tmp_path):
     cfg = dataclasses.replace(SMALL, surrogate="trajectory", questions=4)
     real, control = (gather(setup_rl(dataclasses.replace(cfg, control=c), tmp_path / str(c), log=lambda m: None))
                      for c in (False, True))
-    (r1, a1, _), = real.chunks
-    (r2, a2, _), = control.chunks
+    (r1, a1, *_), = real.chunks
+    (r2, a2, *_), = control.chunks
     assert torch.equal(r1.reward, r2.reward)                           # the same rollouts and rewards ...
     assert not torch.equal(a1, a2)                                     # ... but advantages from shuffled ones
     assert torch.isclose(a2.view(-1, cfg.group).sum(1), torch.zeros(4), atol=1e-5).all()
+
+
+def test_a_mixed_rule_decodes_the_second_half_of_each_draw(tmp_path):
+    cfg = dataclasses.replace(SMALL, surrogate="decisions", temperature=0.0, decision_temperature=0.1, questions=4,
+                              mix_rule="quality")
+    run = setup_rl(cfg, tmp_path, log=lambda m: None)
+    assert run.rule.threshold == 0.5 and run.mix.threshold == 0.7 and run.mix.decision_temperature == 0.1
+    batch = gather(run)
+    (a, *_, ra, _), (b, *_, rb, _) = batch.chunks
+    qs = step_questions(cfg, 0)
+    assert [it.prompt for it in a.items[::cfg.group]] == [q.prompt for q in qs[:2]] and ra is run.rule
+    assert [it.prompt for it in b.items[::cfg.group]] == [q.prompt for q in qs[2:]] and rb is run.mix
+    rec = rl_step(run)
+    assert rec["step"] == 1
+    with pytest.raises(ValueError, match="mix_rule"):
+        dataclasses.replace(cfg, mix_rule="threshold")

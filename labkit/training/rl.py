@@ -62,6 +62,7 @@ from .trainer import RunState, same_config
 
 CHECKPOINT = "rl_ckpt.pt"
 DECIDING_RULES = ("speed", "quality", "draft_edit")   # the rules whose decisions can be drawn (DraftEdit)
+MIX_SEED_OFFSET = 500         # the mixed rule's half of a draw: the run seed + this
 DRAW_SEED_STRIDE = 1_000      # dynamic sampling: draw k of a step uses the run seed + k · this
 # label → (registry rule, knobs): the greedy rules an evaluation can measure on held-out items
 EVAL_RULES = {"low-confidence": ("low_confidence", {}), "threshold 0.9": ("threshold", {"threshold": 0.9}),
@@ -101,6 +102,8 @@ class RLConfig:
     max_draws: int = 4               # dynamic sampling: question batches drawn at most per step
     decision_temperature: float = 0.0   # κ > 0: the rollout rule (a draft-and-edit rule) commits and edits by
                                         # Bernoulli draws, the learned decoding policy the "decisions" surrogate shapes
+    mix_rule: str = ""               # a second rollout rule (registry name): the second half of each draw's
+                                     # questions decoded by it (decisions learned for both thresholds)
     decision_credit: float = 0.0     # "decisions": weight of each decision's own credit against the truth (+1 a
                                      # right call, −1 a wrong one) added to the rollout's advantage (dense reward)
     pass_penalty: float = 0.0        # λ: the advantage's reward is reward − λ · passes / written tokens (speed counts)
@@ -128,6 +131,11 @@ class RLConfig:
         if not (self.temperature > 0 or (self.temperature == 0 and self.decision_temperature > 0)):
             raise ValueError(f"temperature must be > 0 (greedy rollouts of one question are all alike) unless "
                              f"decision_temperature > 0 draws the decisions, got {self.temperature}")
+        if self.mix_rule and (self.mix_rule not in registry.RULES or self.questions < 2
+                              or (self.decision_temperature and self.mix_rule not in DECIDING_RULES)):
+            allowed = ", ".join(DECIDING_RULES) if self.decision_temperature else "a registry name"
+            raise ValueError(f"mix_rule must be a rule ({allowed}) and questions >= 2, got {self.mix_rule!r} "
+                             f"with {self.questions} questions")
         if self.decision_credit and (self.surrogate != "decisions" or self.task == "keywords" or self.decision_credit < 0):
             raise ValueError(f"decision_credit must be >= 0, with surrogate 'decisions' on a task with answers, got "
                              f"{self.decision_credit} ({self.surrogate!r}, task {self.task!r})")
@@ -179,13 +187,14 @@ class RLRun(RunState):
     ref: torch.nn.Module         # the starting network, frozen
     opt: torch.optim.Optimizer
     rule: object
+    mix: object = None           # cfg.mix_rule's rule object (None: one rule)
     evals: list = field(default_factory=list)     # one dict per evaluation
 
 
-def rollout_rule(cfg: RLConfig):
-    """The registry rule cfg names, sampling at cfg.temperature (and drawing its decisions at
-    cfg.decision_temperature)."""
-    rule = registry.rule(cfg.rule, temperature=cfg.temperature)
+def rollout_rule(cfg: RLConfig, name: str | None = None):
+    """The registry rule cfg names (or `name`), sampling at cfg.temperature (and drawing its
+    decisions at cfg.decision_temperature)."""
+    rule = registry.rule(name or cfg.rule, temperature=cfg.temperature)
     return dataclasses.replace(rule, decision_temperature=cfg.decision_temperature) if cfg.decision_temperature else rule
 
 
@@ -197,14 +206,18 @@ def step_questions(cfg: RLConfig, step: int, draw: int = 0) -> list[Item]:
 
 @dataclass
 class Batch:
-    """A step's rollouts kept for the update, in chunks (one per question batch drawn)."""
-    chunks: list                 # (Rollouts, adv (N,), keep (N,) bool) per draw
-    first: Rollouts              # the step's own questions (draw 0): what the reward curve reads
+    """A step's rollouts kept for the update, in chunks (one per question batch drawn and rule)."""
+    chunks: list                 # (Rollouts, adv (N,), keep (N,) bool, rule, draw) per part
     drawn: int                   # rollouts decoded
 
     @property
     def kept(self) -> int:
-        return sum(int(k.sum()) for _, _, k in self.chunks)
+        return sum(int(c[2].sum()) for c in self.chunks)
+
+    @property
+    def first(self) -> list:
+        """The rollouts of the step's own questions (draw 0): what the reward curve reads."""
+        return [c[0] for c in self.chunks if c[4] == 0]
 
 
 def gather(run: RLRun) -> Batch:
@@ -212,31 +225,43 @@ def gather(run: RLRun) -> Batch:
     whose advantage is not 0; with it (DAPO), only whole groups whose rewards differ, further question
     batches drawn (up to max_draws) until `questions` such groups are kept. A control run
     (cfg.control) takes its advantages from the draw's rewards shuffled across its rollouts."""
-    cfg, lm = run.cfg, run.lm
-    chunks, groups, drawn, first = [], 0, 0, None
+    cfg = run.cfg
+    chunks, groups, drawn = [], 0, 0
     for k in range(cfg.max_draws if cfg.dynamic_sampling else 1):
-        rolls = rollout(lm, step_questions(cfg, run.step, k), run.rule, cfg.group,
-                        data_seed(cfg.seed + DRAW_SEED_STRIDE * k, run.step), cfg.block_length, free_length(cfg))
-        first = first or rolls
-        drawn += len(rolls.reward)
+        groups = _draw(run, k, chunks, groups)
+        drawn = sum(len(c[0].reward) for c in chunks)
+        if not cfg.dynamic_sampling or groups >= cfg.questions:
+            break
+    return Batch(chunks, drawn)
+
+
+def _draw(run: RLRun, k: int, chunks: list, groups: int) -> int:
+    """Draw k of a step: its questions decoded (the second half by cfg.mix_rule, if set), each part
+    appended to `chunks` as (rollouts, advantages, kept rows, rule, k). Returns the groups kept so far."""
+    cfg, lm = run.cfg, run.lm
+    items = step_questions(cfg, run.step, k)
+    half = len(items) // 2 if run.mix is not None else len(items)
+    for part, rule in ((items[:half], run.rule), (items[half:], run.mix)):
+        if not part:
+            continue
+        second = rule is run.mix and run.mix is not None
+        seed = data_seed(cfg.seed + DRAW_SEED_STRIDE * k + MIX_SEED_OFFSET * second, run.step)
+        rolls = rollout(lm, part, rule, cfg.group, seed, cfg.block_length, free_length(cfg))
         scored = rolls.reward
-        if cfg.pass_penalty:                                                # speed counts: passes per written token
+        if cfg.pass_penalty:                                            # speed counts: passes per written token
             scored = scored - cfg.pass_penalty * rolls.nfe.float() / rolls.written.sum(-1).clamp_min(1)
-        if cfg.control:                                                     # rewards no longer belong to rows
-            perm = torch.randperm(len(scored), generator=torch.Generator().manual_seed(data_seed(cfg.seed, run.step) + k))
-            scored = scored[perm]
+        if cfg.control:                                                 # rewards no longer belong to rows
+            scored = scored[torch.randperm(len(scored), generator=torch.Generator().manual_seed(seed + 7))]
         adv = group_advantages(scored, cfg.group, cfg.scale_rewards)
         keep = adv.abs() > 0
         if cfg.dynamic_sampling:
             r = scored.view(-1, cfg.group)
-            signal = (r.max(1).values > r.min(1).values)                    # (Q,) groups whose rewards differ
-            signal &= signal.cumsum(0) <= cfg.questions - groups            # no more than the batch needs
+            signal = (r.max(1).values > r.min(1).values)                # (Q,) groups whose rewards differ
+            signal &= signal.cumsum(0) <= cfg.questions - groups        # no more than the batch needs
             keep = signal.repeat_interleave(cfg.group)
             groups += int(signal.sum())
-        chunks.append((rolls, adv, keep))
-        if not cfg.dynamic_sampling or groups >= cfg.questions:
-            break
-    return Batch(chunks, first, drawn)
+        chunks.append((rolls, adv, keep, rule, k))
+    return groups
 
 
 def free_length(cfg: RLConfig) -> int:
@@ -257,19 +282,21 @@ def rl_step(run: RLRun) -> dict:
         batch = gather(run)
     finally:
         lm.net.train()
-    first = batch.first
-    rec = {"step": run.step + 1, "reward": round(float(first.reward.mean()), 4),
-           "solved": round(float((first.reward >= 1).float().mean()), 4),
-           "signal_rows": batch.kept, "signal_share": round(batch.kept / batch.drawn, 4), "draws": len(batch.chunks),
-           "tpf": round(float(first.written.sum()) / max(1.0, float(first.nfe.sum())), 3),
+    reward = torch.cat([r.reward for r in batch.first])
+    written, nfe = sum(float(r.written.sum()) for r in batch.first), sum(float(r.nfe.sum()) for r in batch.first)
+    rec = {"step": run.step + 1, "reward": round(float(reward.mean()), 4),
+           "solved": round(float((reward >= 1).float().mean()), 4),
+           "signal_rows": batch.kept, "signal_share": round(batch.kept / batch.drawn, 4),
+           "draws": 1 + max(c[4] for c in batch.chunks), "tpf": round(written / max(1.0, nfe), 3),
            "rollout_seconds": round(time.perf_counter() - t0, 2)}
     if batch.kept:
         g = torch.Generator().manual_seed(noise_seed(cfg.seed, run.step))
-        parts = [(r.x[k], r.written[k], a[k], r.trace, k.nonzero().squeeze(1), truth(lm, r)[k] if cfg.decision_credit else None)
-                 for r, a, k in batch.chunks if k.any()]
+        parts = [(r.x[k], r.written[k], a[k], r.trace, k.nonzero().squeeze(1),
+                  truth(lm, r)[k] if cfg.decision_credit else None, rule) for r, a, k, rule, _ in batch.chunks if k.any()]
         x, written, adv = (torch.cat([p[i] for p in parts]) for i in range(3))
         loss, out = policy_update(run, x, written, adv, g, trace=[p[3] for p in parts], rows=[p[4] for p in parts],
-                                  truths=[p[5] for p in parts] if cfg.decision_credit else None)
+                                  truths=[p[5] for p in parts] if cfg.decision_credit else None,
+                                  rules=[p[6] for p in parts])
         rec.update(loss=round(float(loss), 5), clip_fraction=round(float(out["clip_fraction"]), 4),
                    kl=round(float(out["kl"]), 6), approx_kl=round(float(out["approx_kl"]), 6))
     run.step += 1
@@ -278,13 +305,14 @@ def rl_step(run: RLRun) -> dict:
 
 
 def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor,
-                  g: torch.Generator, trace=None, rows=None, truths=None) -> tuple[torch.Tensor, dict]:
+                  g: torch.Generator, trace=None, rows=None, truths=None, rules=None) -> tuple[torch.Tensor, dict]:
     """`inner_steps` clipped updates on rollouts x (N, L) with written (N, L) and advantages (N,).
     The surrogate's noise is drawn once from g on the rollouts' device (the CPU, where the trace keeps
     them: a seed gives the same draws whatever the network's device), then the draw, the rollouts and
     the advantages move to the network's device; the "trajectory" and "decisions" surrogates replay
     `trace`'s rows `rows` (N,) instead, or, given lists, each trace's rows in turn (x's rows in the
-    same order); `truths` (a list like `rows`, of (n, L) right rows) gives the decisions their credit.
+    same order); `truths` (a list like `rows`, of (n, L) right rows) gives the decisions their credit,
+    `rules` the rule each trace was decoded by (default: the run's).
     Returns the last update's loss (detached) and parts."""
     cfg, lm = run.cfg, run.lm
     knobs = dict(t_min=cfg.t_min, samples=cfg.elbo_samples, kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask,
@@ -292,9 +320,10 @@ def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch
     if isinstance(trace, (list, tuple)):
         if cfg.surrogate in REPLAYED:
             starts = torch.tensor([0] + [len(r) for r in rows]).cumsum(0).tolist()
-            truths = truths or [None] * len(rows)
-            d = concat_draws([draw(cfg.surrogate, x[a:b], written[a:b], lm.mask_id, g, trace=t, rows=r, truth=y, **knobs)
-                              for t, r, y, a, b in zip(trace, rows, truths, starts, starts[1:])])
+            truths, rules = truths or [None] * len(rows), rules or [run.rule] * len(rows)
+            knobs.pop("rule")
+            d = concat_draws([draw(cfg.surrogate, x[a:b], written[a:b], lm.mask_id, g, trace=t, rows=r, truth=y, rule=u,
+                                   **knobs) for t, r, y, u, a, b in zip(trace, rows, truths, rules, starts, starts[1:])])
         else:
             d = draw(cfg.surrogate, x, written, lm.mask_id, g, **knobs)
     else:
@@ -372,7 +401,8 @@ def setup_rl(cfg: RLConfig, out: str | Path, device: str = "cpu", log=print) -> 
     for p in ref.parameters():
         p.requires_grad_(False)
     opt = torch.optim.AdamW(lm.net.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=0.0)
-    run = RLRun(cfg=cfg, out=out, lm=lm, ref=ref, opt=opt, rule=rollout_rule(cfg))
+    run = RLRun(cfg=cfg, out=out, lm=lm, ref=ref, opt=opt, rule=rollout_rule(cfg),
+                mix=rollout_rule(cfg, cfg.mix_rule) if cfg.mix_rule else None)
     ckpt = trainer.resume(out / CHECKPOINT, lm.net, opt, run, cfg, device, log)
     if ckpt is not None:
         run.evals = ckpt["evals"]
@@ -410,6 +440,7 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
 
 __all__ = ["ADV_EPS", "Batch", "CHECKPOINT", "clipped_objective", "concat_draws", "DECIDING_RULES", "decode_knobs", "draw",
            "Draw", "DRAW_SEED_STRIDE", "estimate", "EVAL_RULES", "evaluate_policy", "finish_rl", "free_length", "gather",
-           "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "on_device", "policy_gradient", "policy_logits",
-           "policy_update", "PolicyLogp", "RL_RECIPES", "rl_step", "RLConfig", "RLRun", "rollout", "rollout_rule",
-           "Rollouts", "same_config", "save_checkpoint", "setup_rl", "step_questions", "SURROGATES", "train_rl"]
+           "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "MIX_SEED_OFFSET", "on_device",
+           "policy_gradient", "policy_logits", "policy_update", "PolicyLogp", "RL_RECIPES", "rl_step", "RLConfig", "RLRun",
+           "rollout", "rollout_rule", "Rollouts", "same_config", "save_checkpoint", "setup_rl", "step_questions",
+           "SURROGATES", "train_rl"]
