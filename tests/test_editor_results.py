@@ -63,3 +63,18 @@ def test_docs_models_holds_the_section_the_docgen_writes(result):
     v = verdict(result)
     got = ratio(editor.row(result, editor.EDITOR, "S mode"))
     assert ("met." in v) == (got >= 2 * S_MODE_RATIO_TODAY) and f"{got:.2f}" in v
+
+
+def test_labkit_bench_editor_trains_only_the_missing_runs(tmp_path, monkeypatch):
+    from labkit.cli import bench_training
+
+    done = tmp_path / editor.CONTROL
+    done.mkdir()
+    (done / "training.json").write_text("{}")
+    trained = []
+    monkeypatch.setattr(bench_training, "train", lambda cfg, folder, **kw: trained.append((folder.name, cfg)))
+    assert bench_training.train_editor_runs(tmp_path) == [tmp_path / name for name, _ in trained]
+    names = dict(trained)
+    assert set(names) == {editor.EDITOR} | {f"share-{s}" for s in editor.SHARES if s != RECIPES[editor.EDITOR].self_error_share}
+    assert names[editor.EDITOR] == RECIPES[editor.EDITOR]
+    assert all(cfg.self_error_share == float(n.removeprefix("share-")) for n, cfg in names.items() if n.startswith("share-"))
