@@ -24,10 +24,12 @@ from pathlib import Path
 import torch
 
 from ..controls import contains_word
+from ..eval.calibration import prediction_points, reliability
 from ..eval.exact import wilson
 from ..eval.intervals import paired_ratio
 from ..eval.metrics import distinct_n
 from ..models.load import load
+from ..tasks import heldout
 from ..training.prompts import sample_prompts
 from ..training.rewards import keyword_items
 from ..training.rl import (
@@ -43,10 +45,10 @@ from ..training.rl import (
 from .samplers import per_prompt, text_figures
 from .tasks import AR_LABEL, ONE_PER_STEP, run_pair
 
-__all__ = ["AR_RL_MODEL", "CURVE_RUNS", "KEYWORD_RUN", "RL_MODEL", "RL_SEEDS", "SEED_LABELS", "SEED_RUNS", "bench_rl",
-           "cosine_table",
-           "curve_configs", "curves", "keyword_config", "keyword_eval", "keyword_runs", "noise_table", "read_run",
-           "reward_tenths", "seed_config", "seed_runs", "text_table", "training_runs"]
+__all__ = ["AR_RL_MODEL", "bench_rl", "calibration", "CALIBRATION_MODELS", "COSINE_CONFIG", "cosine_table", "curve_configs",
+           "CURVE_RUNS", "curves", "keyword_config", "keyword_eval", "KEYWORD_RUN", "keyword_runs", "noise_table",
+           "read_run", "reward_tenths", "RL_MODEL", "RL_SEEDS", "seed_config", "SEED_LABELS", "SEED_RUNS", "seed_runs",
+           "text_table", "training_runs"]
 
 RL_MODEL, AR_RL_MODEL = "tiny-sudoku-rl", "tiny-sudoku-ar-rl"
 CURVE_RUNS = Path("runs") / "rl-curves"
@@ -176,7 +178,18 @@ def noise_table(lm, seed: int = 0, reference_draws: int = 32, single_draws: int 
     return rows
 
 
-def cosine_table(lm, cfg: RLConfig, seed: int = 0, draws: int = 16) -> dict:
+COSINE_CONFIG = RLConfig(init_from="tiny-sudoku", rule="speed", temperature=1.0, surrogate="trajectory", questions=16,
+                         group=8, clues=(10, 13))    # the batch the start gradients are compared on
+CALIBRATION_MODELS = ("tiny-sudoku", RL_MODEL)         # confidence against accuracy, before and after RL
+
+
+def calibration(models=CALIBRATION_MODELS, n: int | None = None) -> dict:
+    """labkit.eval.calibration's reliability of each model on the held-out puzzles (the first n)."""
+    items = heldout("sudoku")[:n] if n else heldout("sudoku")
+    return {name: reliability(*prediction_points(load(name), items)) for name in models}
+
+
+def cosine_table(lm, cfg: RLConfig = COSINE_CONFIG, seed: int = 0, draws: int = 16) -> dict:
     """Before a long run: how well each Monte-Carlo surrogate's policy gradient points along the
     trajectory surrogate's exact one, on one batch of `cfg`'s rollouts (its rule, temperature and
     questions) from `lm`. Per surrogate: the cosine of the mean of `draws` one-draw gradients to the
@@ -217,6 +230,8 @@ def bench_rl(tasks_json: str | Path, n: int | None = None, curves_folder: str | 
             "runs": {"rl": after, "start": before, "ar_rl": ar_after, "ar_start": ar_before},
             "curves": curves(curves_folder),
             "gradient_noise": noise_table(start) if noise else [],
+            "gradient_cosine": cosine_table(start) if noise else {},
+            "calibration": calibration(n=n),
             "seeds": seed_runs(n=n, log=log),
             "keywords": keyword_runs()}
 

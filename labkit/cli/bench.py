@@ -59,6 +59,9 @@ def _benchmarks() -> dict:
                "surrogate, gradient noise (trains what is missing)", trained.run_rl, (_items, trained.no_noise, _quiet)),
         "editor": ("the editor trained on its own drafts against the random-noise T2T stage, every rule on "
                    "the held-out puzzles (trains what is missing)", trained.run_editor, (_items, _quiet)),
+        "rl-sweep": ("the RL recipe search on tiny-sudoku: each run's reward and its greedy evaluations of S mode, "
+                     "threshold 0.9, Q mode and low-confidence (trains what is missing)", trained.run_rl_sweep,
+                     (trained.sweep_runs, _quiet)),
         "blocks": ("block diffusion and conversion from tiny-ar: likelihood, text and TPF by block size, curves, "
                    "the exact cache, the stop", blocks_cmd.run, (blocks_cmd.parts, blocks_cmd.runs, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from ..bench import editor, rl, tasks
+from ..bench import editor, rl, rl_sweep, tasks
 from ..bench.task_tables import seeds_table
 from ..training.loop import train
 from ..training.recipes import RECIPES
@@ -45,6 +45,10 @@ def no_noise(p) -> None:
     p.add_argument("--no-noise", action="store_true", help="skip the gradient-noise table")
 
 
+def sweep_runs(p) -> None:
+    p.add_argument("--runs", help=f"comma-separated runs of the sweep (default all: {', '.join(rl_sweep.SWEEP)})")
+
+
 def run_rl(a) -> int:
     log, before = progress_log(a), bench_input(a, "tasks.json")         # the starting rows, before any training
     train_rl_runs(log)
@@ -71,6 +75,17 @@ def run_editor(a) -> int:
     train_editor_runs(log=log)
     result = editor.bench_editor(n=a.n, log=log)
     return report(a, "editor.json", result, lambda r: print(editor.text_table(r)))
+
+
+def run_rl_sweep(a) -> int:
+    """Each run of bench.rl_sweep.SWEEP (--runs: some of them) trained to its end where it is not
+    (resumed from its checkpoint), then read."""
+    names = [n.strip() for n in a.runs.split(",") if n.strip()] if a.runs else list(rl_sweep.SWEEP)
+    configs = {n: rl_sweep.config(n) for n in names}
+    for name, cfg in configs.items():
+        if not (rl_sweep.RUNS / name / "training.json").is_file():
+            train_rl(cfg, rl_sweep.RUNS / name, progress=False, log=_quiet_log(progress_log(a)))
+    return report(a, "rl_sweep.json", rl_sweep.bench_rl_sweep(names=names), lambda r: print(rl_sweep.text_table(r)))
 
 
 def run_task_seeds(a) -> int:
