@@ -12,6 +12,7 @@ clip fraction, KL to the start, approximate KL) and its evaluations.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import torch
@@ -48,7 +49,6 @@ def read(folder: str | Path) -> dict | None:
     None when it has not started."""
     folder = Path(folder)
     if (folder / "training.json").is_file():
-        import json
         rl = json.loads((folder / "training.json").read_text())["rl"]
         return {"history": rl["history"], "evals": rl["evals"]}
     if (folder / CHECKPOINT).is_file():
