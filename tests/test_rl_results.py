@@ -164,3 +164,18 @@ def test_labkit_bench_rl_trains_only_the_missing_runs_and_the_bench_only_reads_t
     assert (tmp_path / "seeds" / "seed2", 2) in trained
     with pytest.raises(FileNotFoundError, match="labkit bench rl trains it first"):
         bench_rl.read_run(tmp_path / "seeds" / "seed1")
+
+
+def test_the_calibration_and_the_start_gradients_hold_together(rl):
+    from labkit.bench.rl import CALIBRATION_MODELS, COSINE_CONFIG
+    cal = rl["calibration"]
+    assert list(cal) == list(CALIBRATION_MODELS)
+    for c in cal.values():
+        assert sum(b["n"] for b in c["bins"]) == c["points"] > 100_000          # every prediction of 600 puzzles
+        top = [b for b in c["bins"] if b["lo"] >= 0.9]
+        assert sum(b["n"] for b in top) / c["points"] == pytest.approx(c["confident_share"], abs=1e-4)
+        assert 1 - top[0]["accuracy"] == pytest.approx(c["confident_wrong"], abs=1e-3)
+    g = rl["gradient_cosine"]
+    assert [r["label"] for r in g["rows"]] == ["one_pass", "elbo", "block_elbo (6 blanks)"]
+    assert g["rollouts"] == COSINE_CONFIG.questions * COSINE_CONFIG.group and 0 < g["signal_rows"] <= g["rollouts"]
+    assert all(r["single_min"] <= r["single_mean"] <= r["single_max"] for r in g["rows"])

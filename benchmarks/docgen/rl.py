@@ -159,6 +159,51 @@ rules RL is judged by):
 """
 
 
+def markdown_calibration(result: dict) -> str:
+    """Confidence against accuracy before and after RL: per model, each confidence bin's share and
+    accuracy, the ECE, and the share of predictions at >= 0.9 with how many of those are wrong."""
+    cal = result["calibration"]
+    bins = [b["lo"] for b in next(iter(cal.values()))["bins"] if b["lo"] >= 0.5]
+    rows = []
+    for name, c in cal.items():
+        by = {b["lo"]: b for b in c["bins"]}
+        rows.append([f"`{name}`"] + [f"{100 * by[lo]['accuracy']:.1f}% ({100 * by[lo]['n'] / c['points']:.1f}%)"
+                                     if lo in by else "–" for lo in bins]
+                    + [f"{c['ece']:.3f}", f"{100 * c['confident_share']:.1f}%", f"{100 * c['confident_wrong']:.2f}%"])
+    return markdown_table(["model"] + [f"confidence {lo:.1f}–{lo + 0.1:.1f}" for lo in bins]
+                          + ["ECE", "predictions at ≥ 0.9", "of those wrong"], rows)
+
+
+def markdown_cosine(result: dict) -> str:
+    g = result["gradient_cosine"]
+    rows = [[r["label"], f"{r['cosine_of_mean']:.3f}", f"{r['single_mean']:.3f} [{r['single_min']:.3f}, {r['single_max']:.3f}]"]
+            for r in g["rows"]]
+    return markdown_table(["surrogate", f"cosine of its mean of {g['draws']} draws to the trajectory's gradient",
+                           "one draw: mean [least, greatest]"], rows)
+
+
+def calibration_paragraph(result: dict) -> str:
+    cal = result["calibration"]
+    a, b = cal["tiny-sudoku"], cal[result["models"]["rl"]]
+    return (f"Why the confident rules fell: confidence against accuracy on the held-out puzzles, every still-masked "
+            f"cell's top prediction at every pass of a one-per-step decoding ({a['points']:,} predictions per model; "
+            f"`labkit.eval.calibration`). Each cell: the bin's accuracy (its share of the predictions). After RL, "
+            f"{100 * b['confident_share']:.0f}% of the predictions sit at ≥ 0.9 (before: {100 * a['confident_share']:.0f}%) "
+            f"and {100 * b['confident_wrong']:.1f}% of those are wrong (before: {100 * a['confident_wrong']:.2f}%): a "
+            f"threshold of 0.9 commits what it used to hold."
+            + (f" The ECE, an average gap over all bins, fell ({a['ece']:.3f} → {b['ece']:.3f}): it hides the top bin a "
+               f"threshold reads." if b["ece"] < a["ece"] else "")
+            + f"\n\n{markdown_calibration(result)}\n")
+
+
+def cosine_paragraph(result: dict) -> str:
+    g = result["gradient_cosine"]
+    return (f"Do the likelihood surrogates point where the rule's own decoding does? On one batch of S-mode rollouts "
+            f"({g['signal_rows']} of {g['rollouts']} with signal), each Monte-Carlo surrogate's start gradient against "
+            f"the trajectory surrogate's exact one (each rollout's passes replayed from its trace, log p of each token "
+            f"where the rule committed or edited it):\n\n{markdown_cosine(result)}\n")
+
+
 def models_section(result: dict) -> str:
     """The whole section, markers included."""
     c = next(iter(result["curves"].values()))["config"]
@@ -199,6 +244,8 @@ ELBO itself):
 
 {markdown_noise(result)}
 
+{cosine_paragraph(result) if result.get("gradient_cosine") else ""}
+{calibration_paragraph(result) if result.get("calibration") else ""}
 Targets, as the issue set them (missed: {', '.join(missed) if missed else 'none'}):
 
 {markdown_targets(result)}
