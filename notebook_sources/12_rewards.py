@@ -159,9 +159,11 @@ print("by hand == labkit:", torch.allclose(elbo_mine, est.sequence, atol=1e-5))
 # ## 4 · The clipped objective and the KL, by hand
 #
 # One update changes the policy; the ratio ρ = exp(ℓ_new − ℓ_old) of each rollout's surrogate then
-# moves away from 1. PPO's pessimistic objective takes min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A): a rollout
-# cannot pull the policy further than ε from where the batch was drawn. The KL to the starting model is
-# exact over the vocabulary at the positions the surrogate read.
+# moves away from 1. PPO's pessimistic objective takes min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A): once a
+# rollout's ratio has left [1 − ε, 1 + ε] in the direction its advantage pushes, its term stops
+# giving a gradient. That bounds what the *next* updates of the batch add, not how far one step goes:
+# the single large step below sends most ratios well past ε. The KL to the starting model is exact
+# over the vocabulary at the positions the surrogate read.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -190,19 +192,35 @@ print("loss by hand == labkit:", torch.allclose(loss_mine.detach(), loss.detach(
 # %% [markdown]
 # ## 5 · A few steps, live
 #
-# `rl.setup_rl` and `rl.rl_step` are what `labkit train-rl` runs: here four questions × four rollouts a
-# step and two clipped updates (the committed run used 16 × 8 and four updates, 400 steps). Each step
-# prints its mean reward, its solved share and how many rollouts carried a signal.
+# `rl.setup_rl` and `rl.rl_step` are what `labkit train-rl` runs. A step's mean reward is over *that
+# step's* questions, so rewards of different steps answer different questions and their rise or fall
+# says little. The cell below therefore also decodes the same eight held-out hard puzzles greedily in
+# S mode before the first step and after each one: those numbers are comparable. The run here is the
+# recipe `labkit.bench.rl_sweep` starts from (the trajectory surrogate: each rollout's passes
+# replayed, section 10) at four questions × four rollouts a step, and three steps are far too few to
+# move greedy decoding: the point is the mechanics, and what a fair comparison looks like.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-cfg = rl.RLConfig(init_from="tiny-sudoku", rule="speed", temperature=0.7, surrogate="elbo", questions=4,
-                  group=4, inner_steps=2, kl=0.2, lr=1e-5, steps=3, clues=(10, 13), seed=SEED)
+fixed = [it for it in heldout("sudoku") if it.group == "hard"][20:28]        # the same eight, every time
+
+
+def greedy_on_fixed(lm) -> str:
+    r = rl.rollout(lm, fixed, lk.samplers.registry.rule("speed"), group=1, seed=SEED)
+    return f"solved {int((r.reward >= 1).sum())}/8, mean reward {r.reward.mean():.3f}"
+
+
+cfg = rl.RLConfig(init_from="tiny-sudoku", rule="speed", temperature=1.0, surrogate="trajectory", questions=4,
+                  group=4, inner_steps=2, kl=0.01, lr=1e-4, steps=3, clues=(10, 12), clip_high=0.28,
+                  scale_rewards=False, seed=SEED)
 run = rl.setup_rl(cfg, tempfile.mkdtemp(), log=lambda m: None)
+print(f"before:  fixed puzzles {greedy_on_fixed(run.lm)}")
 for _ in range(cfg.steps):
     rec = rl.rl_step(run)
-    print(f"step {rec['step']}: mean reward {rec['reward']:.3f}, solved {rec['solved']:.2f}, "
-          f"rollouts with signal {rec['signal_rows']} of {cfg.questions * cfg.group}")
+    run.lm.net.eval()
+    print(f"step {rec['step']}: its own questions: mean reward {rec['reward']:.3f}, rollouts with signal "
+          f"{rec['signal_rows']} of {cfg.questions * cfg.group}, clip fraction {rec.get('clip_fraction', 0.0):.3f} | "
+          f"fixed puzzles {greedy_on_fixed(run.lm)}")
 
 # %% [markdown]
 # ## 6 · What 400 steps did: the stored runs
@@ -335,13 +353,99 @@ for row in R["gradient_noise"]:
     print(f"{row['label']:>22}: cosine {row['cosine_mean']:.2f} ± {row['cosine_sd']:.2f}{extra}")
 
 # %% [markdown]
-# ## 10 · RL on Shakespeare: three words as the reward
+# ## 10 · Do the surrogates score what the rule did?
+#
+# Every surrogate above scores the *final answer* under the model. What earned the reward was a
+# decoding: S mode's commits and edits, pass by pass. TraceRL's **trajectory** surrogate replays each
+# rollout from its trace and scores each token at the state where the rule wrote it; there is nothing
+# to draw, so its gradient is exact. How well does each Monte-Carlo surrogate's start gradient (the
+# mean of 16 draws) point along it, on one batch of S-mode rollouts (`labkit bench rl`)?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+g = R["gradient_cosine"]
+print(f"{g['signal_rows']} of {g['rollouts']} rollouts with signal")
+for row in g["rows"]:
+    print(f"{row['label']:>22}: cosine of the mean to the trajectory's gradient {row['cosine_of_mean']:+.3f}; "
+          f"one draw {row['single_mean']:+.3f} [{row['single_min']:+.3f}, {row['single_max']:+.3f}]")
+
+# %% [markdown]
+# Cosines near 0: in a space of 808,960 parameters, the likelihood surrogates' gradients are
+# nearly orthogonal to the gradient of what the rule did. A rule's decisions can themselves be
+# the actions: `lk.DraftEdit(decision_temperature=κ)` commits a mask with probability
+# σ((p − τ) / κ) and rewrites a differing token with probability σ((p − τ_edit) / κ), and the
+# "decisions" surrogate replays the log-probability of every decision, holds included. By hand, on
+# one rollout, against `labkit`:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+stoch = lk.samplers.DraftEdit.speed(decision_temperature=0.1)
+one = rl.rollout(sd, fixed[:1], stoch, group=1, seed=SEED)
+tr = one.trace
+state, total, n_dec = tr.init.long(), 0.0, 0
+for rec in tr.records:
+    with torch.no_grad():
+        p = F.softmax(sd.net(input_ids=state).logits.float(), -1)              # (1, L, V)
+    cand = rec.candidates.long()
+    pc = p.gather(-1, cand[..., None]).squeeze(-1)                            # p of each proposal
+    scored = ~torch.isnan(rec.confidence.float())
+    commit = scored & (state == sd.mask_id)                                     # masks: commit or hold
+    edit = scored & (state != sd.mask_id) & (cand != state)                     # differing tokens: rewrite or keep
+    acted = torch.where(rec.committed | rec.edited, 1.0, -1.0)
+    tau = torch.where(commit, stoch.threshold, stoch.editing_threshold)
+    total += float(torch.where(commit | edit, F.logsigmoid(acted * (pc - tau) / 0.1), 0.0).sum())
+    n_dec += int((commit | edit).sum())
+    state = rec.tokens.long()
+d = rl.draw("decisions", one.x, one.written, sd.mask_id, None, trace=tr, rows=torch.arange(1), rule=stoch)
+with torch.no_grad():
+    est = rl.estimate(lambda c: rl.policy_logits(sd, sd.net, c), d, one.x)
+print(f"{len(tr)} passes, {n_dec} decisions ({int(one.written.sum())} cells to write)")
+print(f"log p of the decisions by hand {total:.3f}, labkit {float(est.sequence[0] * one.written.sum()):.3f}")
+
+# %% [markdown]
+# ## 11 · Why the confident rules fell: calibration
+#
+# Section 7's threshold rows fell after RL while their TPF rose. A threshold rule commits every mask
+# whose top probability clears the bar, so it is only as good as that probability. `labkit bench rl`
+# decodes the held-out puzzles one cell per pass and scores every still-masked cell's top prediction
+# at every pass against the truth (`labkit.eval.calibration`). Below: each confidence bin's accuracy
+# (left) and its share of the predictions (right), before and after RL.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cal = R["calibration"]
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+for name, c in cal.items():
+    mids = [(b["lo"] + b["hi"]) / 2 for b in c["bins"]]
+    axes[0].plot([b["confidence"] for b in c["bins"]], [b["accuracy"] for b in c["bins"]], marker="o", label=name)
+    axes[1].bar([m + (0.02 if name != "tiny-sudoku" else -0.02) for m in mids], [b["n"] / c["points"] for b in c["bins"]],
+                width=0.04, label=name)
+axes[0].plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+axes[0].set(xlabel="confidence (bin mean)", ylabel="accuracy", title="confidence against accuracy")
+axes[1].set(xlabel="confidence bin", ylabel="share of predictions", title="where the predictions sit")
+for a in axes:
+    a.legend(fontsize=7)
+plt.tight_layout()
+plt.show()
+for name, c in cal.items():
+    print(f"{name:>15}: {c['confident_share']:.1%} of {c['points']:,} predictions at >= 0.9, {c['confident_wrong']:.2%} "
+          f"of those wrong; ECE {c['ece']:.3f}")
+
+# %% [markdown]
+# `tiny-sudoku` is under-confident (a 0.75 guess is right about 94% of the time), which is why a
+# threshold of 0.9 was safe. After the ELBO updates, many more predictions sit at ≥ 0.9 and many more of
+# those are wrong, so threshold 0.9 commits errors it used to hold. The ECE, an average gap over all
+# bins, fell: it hides the one bin a threshold reads. Raising the likelihood of rewarded answers raises
+# confidence everywhere; nothing in that objective says which confident cells were the wrong ones.
+
+# %% [markdown]
+# ## 12 · RL on Shakespeare: three words as the reward, and the reward hacked
 #
 # The same GRPO on text: `tiny`, rewarded for writing three given words (whole words, any case, as
 # notebook 06's keyword controls count them) in an answer sampled at temperature 1. The words are not
 # in the prompt: the reward is the only teacher. `labkit bench rl` trains the run and samples the
-# plain and the trained model once on each held-out prompt; gen-PPL under `tiny-ar` says what the
-# words cost in fluency.
+# plain and the trained model once on each held-out prompt. Read the cell's last lines before the
+# rates: the reward rose, and what rose with it was the share of answers that repeat a few words.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -362,7 +466,13 @@ print(f"gen-PPL after / before on the same prompts: {r:.3f} [{lo:.3f}, {hi:.3f}]
 print("after RL, a sample:", repr(k["after"]["examples"][0]))
 
 # %% [markdown]
-# ## 11 · What it reached, and what it did not
+# This is **reward hacking**: the reward counts the words, so the policy learned to say "lord" and
+# "king" in almost every answer, in stuttering, repeated phrases ("Ay,, my lord, I, my lord."), and
+# almost never the third word. gen-PPL under `tiny-ar` did not catch it: it *fell*, because a text that
+# repeats itself is easy to predict. What caught it is distinct-2, the share of distinct word pairs,
+# which fell from 0.856 to 0.697 (and the samples). A reward that can be met by a shortcut will be.
+#
+# ## 13 · What it reached, and what it did not
 #
 # The targets were set where the frontier says editing pays, before any run; `rl.json` records each
 # against the measured value. Read this cell's output before the conclusion below it.
@@ -373,15 +483,17 @@ for name, t in R["targets"].items():
     print(f"{name:<26} target {t['target']:<34} value {str(t['value'])[:60]:<62} {'met' if t['met'] else 'missed'}")
 
 # %% [markdown]
-# What the runs say, read from the cells above: on Sudoku the mean rollout reward did not rise in
-# 400 steps (on Shakespeare it did, section 10, by writing the words however it could);
-# what the updates changed was the model's *confidence* (compare the threshold rows of section 7
-# before and after), not its correctness. Three measured reasons: most groups carry no signal, since
-# their rollouts all score alike (section 6 prints the share over the whole run, section 5 step by
-# step); the clipped ratio almost never reached its bound, so each batch moved the policy very little
-# towards the better answers; and one draw of the ELBO gives a noisy gradient (section 9). Raising
-# the better answers' likelihood sharpens the model everywhere, and a threshold rule reads sharpness
-# as permission to commit more cells per pass. Exercise 1 measures the first cause at two temperatures.
+# What the runs say, read from the cells above. On Sudoku the mean rollout reward of the committed
+# ELBO run did not rise in 400 steps (section 6; on Shakespeare it did, section 12, by hacking the
+# reward). The updates moved both confidence and correctness: threshold 0.9 commits more cells per pass
+# and solves fewer puzzles (section 7), because many more of the model's predictions now sit above 0.9
+# and more of those are wrong (section 11). What section 6 measured along the way: most groups carried
+# no signal, since their rollouts all scored alike; the clipped ratio almost never reached its bound, so
+# the clip never limited a step and the drift built up over many small ones; and the likelihood
+# surrogates' gradients are nearly orthogonal to the gradient of what the rule did (section 10). What RL should shape is the rule's own decisions (section 10's "decisions"),
+# on more than one rule at once, so that confidence bought for one threshold is paid for at the others;
+# `labkit bench rl-sweep` is that search, run by run. Exercise 1 measures the first cause at two
+# temperatures.
 #
 # ## Exercises
 #
@@ -427,5 +539,5 @@ print(f"prompt cells masked: {float(is_mask[~written].float().mean()):.1%}")
 # **4.** From the command line: `labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl`
 # retrains the committed model (it resumes if stopped; about 20 minutes on one thread), `labkit
 # train-rl --init-from tiny-sudoku --surrogate one_pass --steps 50 --out runs/try` tries another
-# surrogate, and `labkit bench rl --out benchmarks/results` re-measures the tables of sections 6 to 10
+# surrogate, and `labkit bench rl --out benchmarks/results` re-measures the tables of sections 6 to 12
 # (`make model-rl`, `make bench-rl`). docs/models.md, "Rewards", says what each run cost.

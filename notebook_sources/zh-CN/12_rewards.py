@@ -141,7 +141,7 @@ print("by hand == labkit:", torch.allclose(elbo_mine, est.sequence, atol=1e-5))
 # %% [markdown]
 # ## 4 · The clipped objective and the KL, by hand（亲手计算截断目标与 KL）
 #
-# 一次更新会改变策略；此后每个 rollout 的替代目标比率 ρ = exp(ℓ_new − ℓ_old) 就会偏离 1。PPO 的悲观目标取 min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A)：一个 rollout 无法把策略拉到离抽取这批数据时的策略超过 ε 的地方。与起始模型之间的 KL 是在替代目标读取的那些位置上、对整个词表精确计算的。
+# 一次更新会改变策略；此后每个 rollout 的替代目标比率 ρ = exp(ℓ_new − ℓ_old) 就会偏离 1。PPO 的悲观目标取 min(ρ·A, clip(ρ, 1 − ε, 1 + ε)·A)：一旦某个 rollout 的比率沿着它的优势所推的方向离开了 [1 − ε, 1 + ε]，它那一项就不再给出梯度。这限制的是这一批后续更新还能加上多少，而不是一步能走多远：下面那一次大步更新就把大多数比率推到了远超 ε 的地方。与起始模型之间的 KL 是在替代目标读取的那些位置上、对整个词表精确计算的。
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -170,17 +170,29 @@ print("loss by hand == labkit:", torch.allclose(loss_mine.detach(), loss.detach(
 # %% [markdown]
 # ## 5 · A few steps, live（现场跑几步）
 #
-# `rl.setup_rl` 和 `rl.rl_step` 就是 `labkit train-rl` 所运行的：这里每步四道题 × 四个 rollout，做两次截断更新（仓库中的那次运行用的是 16 × 8、四次更新、400 步）。每一步打印它的平均奖励、解出的比例，以及有多少个 rollout 携带了信号。
+# `rl.setup_rl` 和 `rl.rl_step` 就是 `labkit train-rl` 所运行的。每一步的平均奖励是在*那一步自己的*题目上算的，所以不同步的奖励回答的是不同的问题，它们的涨落说明不了多少。因此下面的单元格还会在第一步之前和每一步之后，用 S 模式贪心地解同样的八道留出难题：这些数字才可以相互比较。这里跑的是 `labkit.bench.rl_sweep` 的起点配方（轨迹替代目标：逐次重放每个 rollout 的前向，见第 10 节），每步四道题 × 四个 rollout；三步远远不足以改变贪心解码：重点在于机制，以及一次公平的比较是什么样子。
 
 # %%
 # NBVAL_CHECK_OUTPUT
-cfg = rl.RLConfig(init_from="tiny-sudoku", rule="speed", temperature=0.7, surrogate="elbo", questions=4,
-                  group=4, inner_steps=2, kl=0.2, lr=1e-5, steps=3, clues=(10, 13), seed=SEED)
+fixed = [it for it in heldout("sudoku") if it.group == "hard"][20:28]        # the same eight, every time
+
+
+def greedy_on_fixed(lm) -> str:
+    r = rl.rollout(lm, fixed, lk.samplers.registry.rule("speed"), group=1, seed=SEED)
+    return f"solved {int((r.reward >= 1).sum())}/8, mean reward {r.reward.mean():.3f}"
+
+
+cfg = rl.RLConfig(init_from="tiny-sudoku", rule="speed", temperature=1.0, surrogate="trajectory", questions=4,
+                  group=4, inner_steps=2, kl=0.01, lr=1e-4, steps=3, clues=(10, 12), clip_high=0.28,
+                  scale_rewards=False, seed=SEED)
 run = rl.setup_rl(cfg, tempfile.mkdtemp(), log=lambda m: None)
+print(f"before:  fixed puzzles {greedy_on_fixed(run.lm)}")
 for _ in range(cfg.steps):
     rec = rl.rl_step(run)
-    print(f"step {rec['step']}: mean reward {rec['reward']:.3f}, solved {rec['solved']:.2f}, "
-          f"rollouts with signal {rec['signal_rows']} of {cfg.questions * cfg.group}")
+    run.lm.net.eval()
+    print(f"step {rec['step']}: its own questions: mean reward {rec['reward']:.3f}, rollouts with signal "
+          f"{rec['signal_rows']} of {cfg.questions * cfg.group}, clip fraction {rec.get('clip_fraction', 0.0):.3f} | "
+          f"fixed puzzles {greedy_on_fixed(run.lm)}")
 
 # %% [markdown]
 # ## 6 · What 400 steps did: the stored runs（这几百步做了什么：保存的运行）
@@ -303,9 +315,78 @@ for row in R["gradient_noise"]:
     print(f"{row['label']:>22}: cosine {row['cosine_mean']:.2f} ± {row['cosine_sd']:.2f}{extra}")
 
 # %% [markdown]
-# ## 10 · RL on Shakespeare: three words as the reward（莎士比亚上的强化学习：把三个词当作奖励）
+# ## 10 · Do the surrogates score what the rule did?（替代目标评的是规则做过的事吗？）
 #
-# 同样的 GRPO 用在文本上：`tiny` 因为写出三个给定的词（整词、不分大小写，和 notebook 06 的关键词控制的计数方式相同）而得到奖励，回答以温度 1 采样。这三个词不在提示词里：奖励是唯一的老师。`labkit bench rl` 训练这次运行，并让原始模型和训练后的模型在每个留出提示词上各采样一次；`tiny-ar` 下的 gen-PPL 说明这些词在流畅度上付出了多少代价。
+# 上面的每种替代目标都是在模型下给*最终答案*打分。而赢得奖励的是一次解码：S 模式逐次前向的落定与编辑。TraceRL 的**轨迹**替代目标从 trace 重放每个 rollout，在规则写下每个 token 的那个状态上给它打分；没有任何东西需要抽样，所以它的梯度是精确的。在一批 S 模式 rollout 上（`labkit bench rl`），每种蒙特卡洛替代目标的起始梯度（16 次抽样的平均）与它有多接近？
+
+# %%
+# NBVAL_CHECK_OUTPUT
+g = R["gradient_cosine"]
+print(f"{g['signal_rows']} of {g['rollouts']} rollouts with signal")
+for row in g["rows"]:
+    print(f"{row['label']:>22}: cosine of the mean to the trajectory's gradient {row['cosine_of_mean']:+.3f}; "
+          f"one draw {row['single_mean']:+.3f} [{row['single_min']:+.3f}, {row['single_max']:+.3f}]")
+
+# %% [markdown]
+# 余弦接近 0：在 808,960 个参数的空间里，似然替代目标的梯度与"规则做过的事"的梯度几乎正交。规则的决定本身也可以当作动作：`lk.DraftEdit(decision_temperature=κ)` 以概率 σ((p − τ) / κ) 落定一个掩码，以概率 σ((p − τ_edit) / κ) 改写一个不同的 token；"decisions" 替代目标重放每个决定的对数概率，保留不动的决定也算在内。在一个 rollout 上亲手计算，并与 `labkit` 对照：
+
+# %%
+# NBVAL_CHECK_OUTPUT
+stoch = lk.samplers.DraftEdit.speed(decision_temperature=0.1)
+one = rl.rollout(sd, fixed[:1], stoch, group=1, seed=SEED)
+tr = one.trace
+state, total, n_dec = tr.init.long(), 0.0, 0
+for rec in tr.records:
+    with torch.no_grad():
+        p = F.softmax(sd.net(input_ids=state).logits.float(), -1)              # (1, L, V)
+    cand = rec.candidates.long()
+    pc = p.gather(-1, cand[..., None]).squeeze(-1)                            # p of each proposal
+    scored = ~torch.isnan(rec.confidence.float())
+    commit = scored & (state == sd.mask_id)                                     # masks: commit or hold
+    edit = scored & (state != sd.mask_id) & (cand != state)                     # differing tokens: rewrite or keep
+    acted = torch.where(rec.committed | rec.edited, 1.0, -1.0)
+    tau = torch.where(commit, stoch.threshold, stoch.editing_threshold)
+    total += float(torch.where(commit | edit, F.logsigmoid(acted * (pc - tau) / 0.1), 0.0).sum())
+    n_dec += int((commit | edit).sum())
+    state = rec.tokens.long()
+d = rl.draw("decisions", one.x, one.written, sd.mask_id, None, trace=tr, rows=torch.arange(1), rule=stoch)
+with torch.no_grad():
+    est = rl.estimate(lambda c: rl.policy_logits(sd, sd.net, c), d, one.x)
+print(f"{len(tr)} passes, {n_dec} decisions ({int(one.written.sum())} cells to write)")
+print(f"log p of the decisions by hand {total:.3f}, labkit {float(est.sequence[0] * one.written.sum()):.3f}")
+
+# %% [markdown]
+# ## 11 · Why the confident rules fell: calibration（为什么高置信规则掉了：校准）
+#
+# 第 7 节中阈值规则的各行在 RL 之后下降了，而它们的 TPF 上升了。阈值规则会落定每个最高概率越过门槛的掩码，所以它只和这个概率一样好。`labkit bench rl` 每次前向落定一个格子来解留出谜题，并在每次前向时，把每个仍被掩码的格子的最高预测与正确答案对照打分（`labkit.eval.calibration`）。下图：每个置信度区间的准确率（左）和它占全部预测的比例（右），RL 之前与之后。
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cal = R["calibration"]
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+for name, c in cal.items():
+    mids = [(b["lo"] + b["hi"]) / 2 for b in c["bins"]]
+    axes[0].plot([b["confidence"] for b in c["bins"]], [b["accuracy"] for b in c["bins"]], marker="o", label=name)
+    axes[1].bar([m + (0.02 if name != "tiny-sudoku" else -0.02) for m in mids], [b["n"] / c["points"] for b in c["bins"]],
+                width=0.04, label=name)
+axes[0].plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+axes[0].set(xlabel="confidence (bin mean)", ylabel="accuracy", title="confidence against accuracy")
+axes[1].set(xlabel="confidence bin", ylabel="share of predictions", title="where the predictions sit")
+for a in axes:
+    a.legend(fontsize=7)
+plt.tight_layout()
+plt.show()
+for name, c in cal.items():
+    print(f"{name:>15}: {c['confident_share']:.1%} of {c['points']:,} predictions at >= 0.9, {c['confident_wrong']:.2%} "
+          f"of those wrong; ECE {c['ece']:.3f}")
+
+# %% [markdown]
+# `tiny-sudoku` 是欠自信的（0.75 的猜测大约 94% 是对的），所以阈值 0.9 是安全的。经过 ELBO 更新后，多得多的预测落在 ≥ 0.9，其中错的也多得多，于是阈值 0.9 会落定它以前会保留不动的错误。ECE 是所有区间上差距的平均值，它反而下降了：它掩盖了阈值所读的那一个区间。提高被奖励答案的似然会在所有地方提高置信度；这个目标里没有任何东西说明哪些高置信格子是错的。
+
+# %% [markdown]
+# ## 12 · RL on Shakespeare: three words as the reward, and the reward hacked（莎士比亚上的强化学习：三个词作奖励，以及奖励被钻了空子）
+#
+# 同样的 GRPO 用在文本上：`tiny` 因为写出三个给定的词（整词、不分大小写，和 notebook 06 的关键词控制的计数方式相同）而得到奖励，回答以温度 1 采样。这三个词不在提示词里：奖励是唯一的老师。`labkit bench rl` 训练这次运行，并让原始模型和训练后的模型在每个留出提示词上各采样一次。先读单元格最后几行，再读各个比率：奖励上升了，随之上升的是反复重复几个词的回答所占的比例。
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -326,7 +407,9 @@ print(f"gen-PPL after / before on the same prompts: {r:.3f} [{lo:.3f}, {hi:.3f}]
 print("after RL, a sample:", repr(k["after"]["examples"][0]))
 
 # %% [markdown]
-# ## 11 · What it reached, and what it did not（达到了什么，没达到什么）
+# 这就是**奖励投机（reward hacking）**：奖励只数这些词，于是策略学会了几乎在每个回答里都说 "lord" 和 "king"，用结结巴巴、不断重复的短语（"Ay,, my lord, I, my lord."），而第三个词几乎从不出现。`tiny-ar` 下的 gen-PPL 没有发现这一点：它反而*下降*了，因为不断重复自己的文本很容易预测。发现它的是 distinct-2，即不同词对所占的比例，它从 0.856 降到 0.697（还有样本本身）。一个能靠捷径达成的奖励，就会被捷径达成。
+#
+# ## 13 · What it reached, and what it did not（达到了什么，没达到什么）
 #
 # 目标是在任何运行之前，按前沿显示编辑划算的地方设定的；`rl.json` 把每个目标与实测值对照记录下来。先读这个单元格的输出，再读它下面的结论。
 
@@ -336,7 +419,7 @@ for name, t in R["targets"].items():
     print(f"{name:<26} target {t['target']:<34} value {str(t['value'])[:60]:<62} {'met' if t['met'] else 'missed'}")
 
 # %% [markdown]
-# 从上面各单元格读出这些运行说明了什么：在数独上，rollout 的平均奖励在 400 步中没有上升（在莎士比亚上上升了，见第 10 节，办法是不管怎样都把那几个词写出来）；更新改变的是模型的*置信度*（比较第 7 节训练前后阈值规则的各行），而不是它的正确性。有三个实测的原因：大多数组不携带信号，因为组内 rollout 的得分全都相同（第 6 节打印了整个运行中的比例，第 5 节逐步打印）；截断的比率几乎从未达到边界，所以每个批次只把策略朝更好的回答推动了一点点；而且 ELBO 的一次抽样给出的梯度噪声很大（第 9 节）。提高更好回答的似然会让模型在所有地方都变得更尖锐，而阈值规则会把这种尖锐当成许可，每次前向落定更多格子。练习 1 在两个温度下测量第一个原因。
+# 从上面各单元格读出这些运行说明了什么。在数独上，仓库中那次 ELBO 运行的 rollout 平均奖励在 400 步中没有上升（第 6 节；在莎士比亚上上升了，见第 12 节，靠的是钻奖励的空子）。更新同时改变了置信度和正确性：阈值 0.9 每次前向落定更多格子，解出的谜题却更少（第 7 节），因为模型有多得多的预测落在 0.9 以上，其中错的也更多（第 11 节）。第 6 节一路测到的：大多数组不携带信号，因为组内 rollout 的得分全都相同；截断的比率几乎从未达到边界，所以截断从没限制过任何一步，漂移是在许多小步中积累起来的；而似然替代目标的梯度与"规则做过的事"的梯度几乎正交（第 10 节）。RL 应当塑造的是规则自己的决定（第 10 节的 "decisions"），并且同时在不止一条规则上，这样为某个阈值换来的置信度就要在其他阈值上付出代价；`labkit bench rl-sweep` 就是这样一次逐个运行的搜索。练习 1 在两个温度下测量第一个原因。
 #
 # ## Exercises（练习）
 #
@@ -377,4 +460,4 @@ print(f"prompt cells masked: {float(is_mask[~written].float().mean()):.1%}")
 
 # %% [markdown]
 # **4.** 在命令行里：`labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl` 重新训练仓库中的模型（中途停止后可以续跑；单线程大约 20 分钟），`labkit
-# train-rl --init-from tiny-sudoku --surrogate one_pass --steps 50 --out runs/try` 尝试另一种替代目标，`labkit bench rl --out benchmarks/results` 重新测量第 6 到 10 节的表格（`make model-rl`，`make bench-rl`）。docs/models.md 的 “Rewards” 一节写明了每次运行的花费。
+# train-rl --init-from tiny-sudoku --surrogate one_pass --steps 50 --out runs/try` 尝试另一种替代目标，`labkit bench rl --out benchmarks/results` 重新测量第 6 到 12 节的表格（`make model-rl`，`make bench-rl`）。docs/models.md 的 “Rewards” 一节写明了每次运行的花费。
