@@ -35,6 +35,8 @@ SWEEP = {
                    {**DECIDE, "pass_penalty": 0.5, "decision_credit": 1.0}),
     "dec-mix": ("the decisions, half of each draw's questions in S mode and half in Q mode", {**DECIDE, "mix_rule": "quality"}),
     "dec-mix-pen": ("the decisions in S and Q mode, pass penalty 0.5", {**DECIDE, "mix_rule": "quality", "pass_penalty": 0.5}),
+    "dec-mix-control": ("dec-mix's control: the same rollouts and updates, advantages from shuffled rewards",
+                        {**DECIDE, "mix_rule": "quality", "control": True}),
 }
 
 
