@@ -111,3 +111,17 @@ def test_the_credit_weight_adds_to_each_tokens_advantage():
     rho = float(torch.exp(torch.tensor(0.1)))
     want = -rho * torch.tensor([[0.5 + 2, 0.5 - 2], [-0.5 + 2, -0.5 + 2]]) / 2 / 2
     assert torch.allclose(new.token.grad, want, atol=1e-6)
+
+
+def test_the_credit_can_be_given_to_the_edits_alone(drawn):
+    lm, rule, rolls, _ = drawn
+    from labkit.training.rollouts import truth
+    N = len(rolls.x)
+    kw = dict(trace=rolls.trace, rows=torch.arange(N), rule=rule, truth=truth(lm, rolls))
+    every = draw("decisions", rolls.x, rolls.written, lm.mask_id, None, **kw)
+    edits = draw("decisions", rolls.x, rolls.written, lm.mask_id, None, credit_on="edits", **kw)
+    on_written = every.canvas != lm.mask_id                                          # decisions on written tokens
+    assert torch.equal(edits.credit, torch.where(on_written, every.credit, 0.0))
+    assert edits.credit.abs().sum() > 0 and edits.credit.abs().sum() < every.credit.abs().sum()
+    with pytest.raises(ValueError, match="credit_on"):
+        RLConfig(credit_on="commits")

@@ -35,6 +35,9 @@ SWEEP = {
                    {**DECIDE, "pass_penalty": 0.5, "decision_credit": 1.0}),
     "dec-mix": ("the decisions, half of each draw's questions in S mode and half in Q mode", {**DECIDE, "mix_rule": "quality"}),
     "dec-mix-pen": ("the decisions in S and Q mode, pass penalty 0.5", {**DECIDE, "mix_rule": "quality", "pass_penalty": 0.5}),
+    "dec-edit-credit": ("the decisions with the rewrites' own credit against the truth (weight 1): the edits S mode "
+                        "breaks, judged where the threshold rules never read", {**DECIDE, "decision_credit": 1.0,
+                                                                                "credit_on": "edits"}),
     "dec-mix-control": ("dec-mix's control: the same rollouts and updates, advantages from shuffled rewards",
                         {**DECIDE, "mix_rule": "quality", "control": True}),
 }

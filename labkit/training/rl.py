@@ -43,6 +43,7 @@ from .rewards import REWARD_TASKS, keyword_items, training_question, valid_keywo
 from .rollouts import ADV_EPS, Rollouts, decode_knobs, group_advantages, rollout, truth  # noqa: F401  (re-exported)
 from .seeds import data_seed, noise_seed
 from .surrogates import (  # noqa: F401  (re-exported: the RL API in one place)
+    CREDIT_ON,
     REPLAYED,
     SURROGATES,
     Draw,
@@ -104,6 +105,7 @@ class RLConfig:
                                         # Bernoulli draws, the learned decoding policy the "decisions" surrogate shapes
     mix_rule: str = ""               # a second rollout rule (registry name): the second half of each draw's
                                      # questions decoded by it (decisions learned for both thresholds)
+    credit_on: str = "all"           # decision_credit for "all" decisions or the "edits" of written tokens only
     decision_credit: float = 0.0     # "decisions": weight of each decision's own credit against the truth (+1 a
                                      # right call, −1 a wrong one) added to the rollout's advantage (dense reward)
     pass_penalty: float = 0.0        # λ: the advantage's reward is reward − λ · passes / written tokens (speed counts)
@@ -136,6 +138,8 @@ class RLConfig:
             allowed = ", ".join(DECIDING_RULES) if self.decision_temperature else "a registry name"
             raise ValueError(f"mix_rule must be a rule ({allowed}) and questions >= 2, got {self.mix_rule!r} "
                              f"with {self.questions} questions")
+        if self.credit_on not in CREDIT_ON:
+            raise ValueError(f"credit_on must be one of {', '.join(CREDIT_ON)}, got {self.credit_on!r}")
         if self.decision_credit and (self.surrogate != "decisions" or self.task == "keywords" or self.decision_credit < 0):
             raise ValueError(f"decision_credit must be >= 0, with surrogate 'decisions' on a task with answers, got "
                              f"{self.decision_credit} ({self.surrogate!r}, task {self.task!r})")
@@ -316,7 +320,7 @@ def policy_update(run: RLRun, x: torch.Tensor, written: torch.Tensor, adv: torch
     Returns the last update's loss (detached) and parts."""
     cfg, lm = run.cfg, run.lm
     knobs = dict(t_min=cfg.t_min, samples=cfg.elbo_samples, kept_weight=cfg.kept_weight, prompt_mask=cfg.prompt_mask,
-                 block_length=cfg.block_length, rule=run.rule)
+                 block_length=cfg.block_length, rule=run.rule, credit_on=cfg.credit_on)
     if isinstance(trace, (list, tuple)):
         if cfg.surrogate in REPLAYED:
             starts = torch.tensor([0] + [len(r) for r in rows]).cumsum(0).tolist()

@@ -89,7 +89,11 @@ def trajectory_draw(trace, rows: torch.Tensor, written: torch.Tensor) -> Draw:
     return Draw("trajectory", before, r.to(dev), acted.float(), acted, n=written.sum(-1), target=tokens)
 
 
-def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule, truth: torch.Tensor | None = None) -> Draw:
+CREDIT_ON = ("all", "edits")    # which decisions get their own credit: every one, or the rewrites of written tokens only
+
+
+def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule, truth: torch.Tensor | None = None,
+                   credit_on: str = "all") -> Draw:
     """The "decisions" surrogate's canvases: the Bernoulli commit / edit decisions of a stochastic
     draft-and-edit `rule` (decision_temperature κ > 0) replayed from `trace`'s rows `rows` (N,). At
     each pass, every position the rule scored decided: a mask committed (+1) or held (−1) against
@@ -97,7 +101,10 @@ def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule, truth
     τ = rule.editing_threshold; its log-probability is log σ(±(p(proposal) − τ) / κ) under the
     network. One canvas per (pass, row) with a decision, pass-major. Given the rows' `truth` (N, L),
     each decision also gets its credit (Draw.credit): +1 when it committed or kept a right proposal
-    or held a wrong one, −1 otherwise."""
+    or held a wrong one, −1 otherwise; `credit_on` "edits" gives it to the rewrite-or-keep decisions
+    of written tokens only (what the threshold rules, which read masks only, never see)."""
+    if credit_on not in CREDIT_ON:
+        raise ValueError(f"credit_on must be one of {', '.join(CREDIT_ON)}, got {credit_on!r}")
     if not getattr(rule, "decision_temperature", 0):
         raise ValueError("surrogate 'decisions' replays a draft-and-edit rule with decision_temperature > 0, "
                          f"got {rule!r}")
@@ -118,6 +125,8 @@ def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule, truth
     if truth is not None:
         right = cand == truth.cpu()[None]                                 # (S, N, L) the proposal is right
         credit = torch.where(right, 1.0, -1.0) * sign                     # a right call: +1, a wrong one: −1
+        if credit_on == "edits":
+            credit = credit * edit.float()
         credit = credit[s, r].to(dev)
     before, cand, decided, sign, tau = (t[s, r].to(dev) for t in (before, cand, decided, sign, tau))   # (M, L)
     return Draw("decisions", before, r.to(dev), decided.float(), decided, n=written.sum(-1), target=cand,
@@ -127,7 +136,7 @@ def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule, truth
 def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, generator: torch.Generator, *,
          t_min: float = 0.1, samples: int = 1, kept_weight: float = 0.0, prompt_mask: float = 0.15,
          block_length: int = 0, trace=None, rows: torch.Tensor | None = None, rule=None,
-         truth: torch.Tensor | None = None) -> Draw:
+         truth: torch.Tensor | None = None, credit_on: str = "all") -> Draw:
     """The canvases and weights of one estimate of `surrogate` for rollouts x (N, L), written (N, L);
     "trajectory" and "decisions" replay `trace`'s rows `rows` (N,) (the rollouts' decoding, by
     `rule` for decisions) and draw nothing."""
@@ -140,7 +149,7 @@ def draw(surrogate: str, x: torch.Tensor, written: torch.Tensor, mask_id: int, g
             raise ValueError(f"surrogate {surrogate!r} replays the rollouts' decoding: give their trace and the "
                              f"{N} trace rows of x (rows=)")
         return trajectory_draw(trace, rows, written) if surrogate == "trajectory" else \
-            decisions_draw(trace, rows, written, rule, truth)
+            decisions_draw(trace, rows, written, rule, truth, credit_on)
     if surrogate == "exact":
         scored = torch.zeros_like(written)
         scored[:, :-1] = written[:, 1:]                                  # logits at i - 1 predict i
@@ -313,6 +322,6 @@ def gradient_noise(lm, x: torch.Tensor, written: torch.Tensor, adv: torch.Tensor
             "reference_draws": reference_draws, "single_draws": single_draws, "reference": ref}
 
 
-__all__ = ["REPLAYED", "SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "concat_draws",
+__all__ = ["CREDIT_ON", "REPLAYED", "SURROGATES", "TOKEN_LEVEL", "Draw", "PolicyLogp", "clipped_objective", "concat_draws",
            "decisions_draw", "draw", "estimate", "gradient_noise", "grpo_loss", "kl_to_ref", "on_device",
            "policy_gradient", "policy_logits", "trajectory_draw"]
