@@ -354,7 +354,7 @@ def evaluate_policy(lm, cfg: RLConfig, rules=None) -> dict:
         r = _decoded(lm, items, rollout_rule(cfg), cfg.block_length, cfg.gen_length)
         return {cfg.rule: {"accuracy": round(float((r.reward >= 2).float().mean()), 4),     # every keyword present
                            "reward": round(float(r.reward.mean()), 4), "example": r.texts[0]}}
-    items = _eval_items(cfg.task, cfg.eval_items)
+    items = eval_items(cfg.task, cfg.eval_items)
     rules = rules or cfg.eval_rules or ([cfg.rule] + (["low_confidence"] if lm.kind != "causal" else []))
     out = {}
     for name in rules:
@@ -376,7 +376,7 @@ def _decoded(lm, items: list[Item], rule, block_length: int, gen_length: int = 0
         lm.net.train(training)
 
 
-def _eval_items(task: str, n: int) -> list[Item]:
+def eval_items(task: str, n: int) -> list[Item]:
     """n held-out items spread over the task's groups (the Sudoku levels: the hard ones first)."""
     items = heldout(task)
     if task != "sudoku":
@@ -442,9 +442,9 @@ def train_rl(cfg: RLConfig, out: str | Path, *, progress: bool = True, log=print
     return finish_rl(run)
 
 
-__all__ = ["ADV_EPS", "Batch", "CHECKPOINT", "clipped_objective", "concat_draws", "DECIDING_RULES", "decode_knobs", "draw",
-           "Draw", "DRAW_SEED_STRIDE", "estimate", "EVAL_RULES", "evaluate_policy", "finish_rl", "free_length", "gather",
-           "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "MIX_SEED_OFFSET", "on_device",
-           "policy_gradient", "policy_logits", "policy_update", "PolicyLogp", "RL_RECIPES", "rl_step", "RLConfig", "RLRun",
-           "rollout", "rollout_rule", "Rollouts", "same_config", "save_checkpoint", "setup_rl", "step_questions",
-           "SURROGATES", "train_rl"]
+__all__ = ["ADV_EPS", "Batch", "CHECKPOINT", "clipped_objective", "concat_draws", "DECIDING_RULES", "decode_knobs", "Draw",
+           "draw", "DRAW_SEED_STRIDE", "estimate", "eval_items", "EVAL_RULES", "evaluate_policy", "finish_rl",
+           "free_length", "gather", "gradient_noise", "group_advantages", "grpo_loss", "kl_to_ref", "MIX_SEED_OFFSET",
+           "on_device", "policy_gradient", "policy_logits", "policy_update", "PolicyLogp", "RL_RECIPES", "rl_step",
+           "RLConfig", "RLRun", "rollout", "rollout_rule", "Rollouts", "same_config", "save_checkpoint", "setup_rl",
+           "step_questions", "SURROGATES", "train_rl"]
