@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebook notebooks notebook-sync student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block install-block bench-blocks bench-rl bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebook notebooks notebook-sync student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block install-block bench-blocks bench-rl bench-rl-search bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -192,6 +192,15 @@ model-rl: install
 bench-rl: install
 	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit bench rl --out benchmarks/results
 	$(BIN)/python benchmarks/make_rl_section.py
+
+# The self-error editor and its control (editor.json), the RL recipe search (rl_sweep.json: each run
+# trained to its end, resumable) and the learned unmasking policy (learned_policy.json), one thread
+# each in turn, then docs/models.md's sections from them.
+bench-rl-search: install
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit bench editor --out benchmarks/results
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit bench rl-sweep --out benchmarks/results
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit bench learned-policy --out benchmarks/results
+	$(BIN)/python -m benchmarks.docgen
 
 # Every rule on each task pair (tasks.json), then the Sudoku pair over 3 training seeds
 # (task_seeds.json): seeds 1 and 2 of each twin train first, the masked models and the AR twins in two

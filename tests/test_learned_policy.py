@@ -57,3 +57,12 @@ def test_a_short_run_moves_the_weights_and_not_the_model(sd):
     assert all(torch.equal(before[k], v) for k, v in lk.load("tiny-sudoku").net.state_dict().items())
     with pytest.raises(ValueError, match="group"):
         PolicyConfig(group=1)
+
+
+def test_the_control_run_shuffles_the_rewards_and_nothing_else():
+    small = dict(steps=1, questions=4, group=4, eval_every=0, eval_items=6)
+    a = train_policy(dataclasses.replace(PolicyConfig(), **small))
+    b = train_policy(dataclasses.replace(PolicyConfig(), control=True, **small))
+    ha, hb = a["history"][0], b["history"][0]
+    assert {k: ha[k] for k in ("reward", "solved", "tpf")} == {k: hb[k] for k in ("reward", "solved", "tpf")}
+    assert ha["weights"] != hb["weights"]                                # the same rollouts, another update

@@ -21,8 +21,8 @@ def main(argv: list[str]) -> int:
         print(USAGE, file=sys.stderr)
         return 2
     if not argv:
-        for write in (models_md.write_tasks, models_md.write_editor, models_md.write_rl, models_md.write_blocks,
-                      benchmarks_md.write):
+        for write in (models_md.write_tasks, models_md.write_editor, models_md.write_rl_search, models_md.write_rl,
+                      models_md.write_blocks, benchmarks_md.write):
             print(f"written: {_shown(write())} ({write.__name__})")
     for path in cards.write(argv[1:]):
         print(f"written: {_shown(path)} (card)")

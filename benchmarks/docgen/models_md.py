@@ -8,7 +8,7 @@ from pathlib import Path
 
 from labkit.bench.blocks import PARTS
 
-from . import blocks, editor, rl, tasks
+from . import blocks, editor, rl, rl_search, tasks
 from .markdown import MODELS_DOC, RESULTS, write_heading_section, write_section
 from .targets import judge_blocks, judge_rl
 
@@ -33,6 +33,12 @@ def write_tasks(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
 def write_editor(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
     result = json.loads((results / "editor.json").read_text())
     return write_section(editor.models_section(result), editor.SECTION_START, editor.SECTION_END, doc, editor.BEFORE)
+
+
+def write_rl_search(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
+    sweep, policy = (json.loads((results / f).read_text()) for f in ("rl_sweep.json", "learned_policy.json"))
+    return write_section(rl_search.models_section(sweep, policy), rl_search.SECTION_START, rl_search.SECTION_END, doc,
+                         rl_search.BEFORE)
 
 
 def write_rl(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:

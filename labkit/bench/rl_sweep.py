@@ -69,12 +69,15 @@ def tenths(values: list[float]) -> list[float]:
 
 
 def summary(name: str, rec: dict) -> dict:
-    """One run: what it tries, its settings, steps, reward over the first and last tenth, the mean
-    signal share, clip fraction and approximate KL, and its first and last evaluation."""
+    """One run: what it tries, its settings, steps, reward over the first and last tenth and its
+    mean over each 10 steps, the mean signal share, clip fraction and approximate KL, and its
+    evaluations."""
     h = rec["history"]
     mean = lambda key: round(sum(x.get(key, 0.0) for x in h) / len(h), 5)     # noqa: E731
+    rewards = [x["reward"] for x in h]
+    by_ten = [round(sum(rewards[i:i + 10]) / len(rewards[i:i + 10]), 4) for i in range(0, len(rewards), 10)]
     return {"name": name, "tries": SWEEP[name][0], "settings": SWEEP[name][1], "steps": len(h),
-            "reward_tenths": tenths([x["reward"] for x in h]), "signal_share": mean("signal_share"),
+            "reward_tenths": tenths(rewards), "reward_by_ten_steps": by_ten, "signal_share": mean("signal_share"),
             "clip_fraction": mean("clip_fraction"), "approx_kl": mean("approx_kl"), "kl_end": h[-1].get("kl"),
             "evals": rec["evals"]}
 

@@ -4,7 +4,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..bench import controls, draft_edit, likelihood, lm_eval, panel, samplers, serve, speed, steering, task_tables, tasks
+from ..bench import (
+    controls,
+    draft_edit,
+    learned_policy,
+    likelihood,
+    lm_eval,
+    panel,
+    samplers,
+    serve,
+    speed,
+    steering,
+    task_tables,
+    tasks,
+)
 from ..models.load import load
 from . import bench_blocks as blocks_cmd
 from . import bench_training as trained
@@ -62,6 +75,9 @@ def _benchmarks() -> dict:
         "rl-sweep": ("the RL recipe search on tiny-sudoku: each run's reward and its greedy evaluations of S mode, "
                      "threshold 0.9, Q mode and low-confidence (trains what is missing)", trained.run_rl_sweep,
                      (trained.sweep_runs, _quiet)),
+        "learned-policy": ("a learned unmasking policy on tiny-sudoku (the model frozen) against the threshold, "
+                           "factor and editing rules on the held-out puzzles (trains it when missing)",
+                           _bench_learned_policy, (_items, _quiet)),
         "blocks": ("block diffusion and conversion from tiny-ar: likelihood, text and TPF by block size, curves, "
                    "the exact cache, the stop", blocks_cmd.run, (blocks_cmd.parts, blocks_cmd.runs, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
@@ -395,6 +411,11 @@ def _bench_tasks(a) -> int:
                 print(task_tables.table(result, pair, task), "\n")
         print(f"written: {out / 'tasks.json'}")
     return 0
+
+
+def _bench_learned_policy(a) -> int:
+    result = learned_policy.bench_learned_policy(bench_input(a, "tasks.json"), n=a.n, log=progress_log(a))
+    return report(a, "learned_policy.json", result, lambda r: print(learned_policy.text_table(r)))
 
 
 def _bench_notebook(a) -> int:

@@ -42,6 +42,7 @@ class PolicyConfig:
     eval_every: int = 25
     eval_items: int = 150
     seed: int = 0
+    control: bool = False            # the control run: each batch's rewards shuffled across its rollouts
 
     def __post_init__(self):
         for name in ("questions", "steps", "eval_items"):
@@ -94,6 +95,8 @@ def train_policy(cfg: PolicyConfig = PolicyConfig(), log=None) -> dict:
         with torch.inference_mode():
             rolls = rollout(lm, questions, rule, cfg.group, data_seed(cfg.seed, step))
         shaped = rolls.reward - cfg.pass_penalty * rolls.nfe.float() / rolls.written.sum(-1).clamp_min(1)
+        if cfg.control:                                                 # the same compute, no reward signal
+            shaped = shaped[torch.randperm(len(shaped), generator=torch.Generator().manual_seed(data_seed(cfg.seed, step)))]
         adv = group_advantages(shaped, cfg.group, scale=False)
         keep = adv != 0
         rec = {"step": step + 1, "reward": round(float(rolls.reward.mean()), 4),
