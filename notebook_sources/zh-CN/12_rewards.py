@@ -408,8 +408,45 @@ print("after RL, a sample:", repr(k["after"]["examples"][0]))
 
 # %% [markdown]
 # 这就是**奖励投机（reward hacking）**：奖励只数这些词，于是策略学会了几乎在每个回答里都说 "lord" 和 "king"，用结结巴巴、不断重复的短语（"Ay,, my lord, I, my lord."），而第三个词几乎从不出现。`tiny-ar` 下的 gen-PPL 没有发现这一点：它反而*下降*了，因为不断重复自己的文本很容易预测。发现它的是 distinct-2，即不同词对所占的比例，它从 0.856 降到 0.697（还有样本本身）。一个能靠捷径达成的奖励，就会被捷径达成。
+
+# %% [markdown]
+# ## 13 · RL on the rule itself: a learned unmasking policy（在规则本身上做强化学习：学到的去掩码策略）
 #
-# ## 13 · What it reached, and what it did not（达到了什么，没达到什么）
+# 上面的一切都改变了*模型*，并为此在置信度上付出了代价。Jazbec 等人和 UPO 改变的是*规则*：`lk.samplers.LearnedCommit` 用四个特征（logit p、块中仍被掩码的比例、该格子在被掩码格子中的排名、常数 1）把每个被掩码格子的置信度变成落定概率 σ(w · f)，策略梯度在规则自己抽出的决定上训练这四个权重（奖励减去每格的前向次数），模型冻结不动：其他任何规则都不会改变。对照组是同一次运行，但每批的奖励被打乱。左图：这次运行的奖励与对照组的对比；右图：两次运行过程中在留出谜题上的贪心解码，以及学到的规则在全部 600 道题上的位置，旁边是 `tiny-sudoku` 的各条规则（`labkit bench learned-policy`）。
+
+# %%
+# NBVAL_CHECK_OUTPUT
+P = json.loads((RESULTS / "learned_policy.json").read_text())
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.2))
+rew = [h["reward"] for h in P["run"]["history"]]
+smooth = np.convolve(rew, np.ones(10) / 10, mode="valid")
+axes[0].plot(np.arange(len(smooth)) + 10, smooth, label="learned policy (10-step mean)")
+t = P["tenths"]
+axes[0].axhline(t["control"][0], color="grey", ls=":", label="control, first tenth")
+axes[0].axhline(t["control"][1], color="grey", ls="--", label="control, last tenth")
+axes[0].set(xlabel="step", ylabel="mean rollout reward", title="reward per step")
+for name, run in (("learned", P["run"]), ("control", P["control"])):
+    ev = run["evals"]
+    axes[1].plot([e["tpf"] for e in ev], [e["accuracy"] for e in ev], marker="o", label=f"{name}: greedy, every 25 steps")
+for label, r in P["start"].items():
+    axes[1].scatter(r["tpf"], r["accuracy"], s=18, color="C3")
+    axes[1].annotate(label, (r["tpf"], r["accuracy"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+axes[1].scatter(P["learned"]["tpf"], P["learned"]["accuracy"], s=60, marker="*", color="C2", label="learned, all 600")
+axes[1].set(xlabel="TPF (cells per pass)", ylabel="solved", ylim=(0.85, 1.0), title="held-out puzzles")
+for a in axes:
+    a.legend(fontsize=6)
+plt.tight_layout()
+plt.show()
+for name in ("run", "seed1", "seed2", "control"):
+    print(f"{'seed0' if name == 'run' else name:>8}: rollout reward, first -> last tenth {t[name][0]:.3f} -> "
+          f"{t[name][1]:.3f} ({t[name][1] - t[name][0]:+.3f})")
+L = P["learned"]
+print(f"learned rule on all 600: {L['accuracy']:.1%} [{L['ci95'][0]:.1%}, {L['ci95'][1]:.1%}] at {L['tpf']:.2f}; "
+      f"rules at least as accurate at a TPF at least as high: {', '.join(P['dominated_by']) or 'none'}")
+print("weights:", {f: w for f, w in zip(P["features"], P["run"]["weights"])})
+
+# %% [markdown]
+# ## 14 · What it reached, and what it did not（达到了什么，没达到什么）
 #
 # 目标是在任何运行之前，按前沿显示编辑划算的地方设定的；`rl.json` 把每个目标与实测值对照记录下来。先读这个单元格的输出，再读它下面的结论。
 
@@ -419,7 +456,7 @@ for name, t in R["targets"].items():
     print(f"{name:<26} target {t['target']:<34} value {str(t['value'])[:60]:<62} {'met' if t['met'] else 'missed'}")
 
 # %% [markdown]
-# 从上面各单元格读出这些运行说明了什么。在数独上，仓库中那次 ELBO 运行的 rollout 平均奖励在 400 步中没有上升（第 6 节；在莎士比亚上上升了，见第 12 节，靠的是钻奖励的空子）。更新同时改变了置信度和正确性：阈值 0.9 每次前向落定更多格子，解出的谜题却更少（第 7 节），因为模型有多得多的预测落在 0.9 以上，其中错的也更多（第 11 节）。第 6 节一路测到的：大多数组不携带信号，因为组内 rollout 的得分全都相同；截断的比率几乎从未达到边界，所以截断从没限制过任何一步，漂移是在许多小步中积累起来的；而似然替代目标的梯度与"规则做过的事"的梯度几乎正交（第 10 节）。RL 应当塑造的是规则自己的决定（第 10 节的 "decisions"），并且同时在不止一条规则上，这样为某个阈值换来的置信度就要在其他阈值上付出代价；`labkit bench rl-sweep` 就是这样一次逐个运行的搜索。练习 1 在两个温度下测量第一个原因。
+# 从上面各单元格读出这些运行说明了什么。在数独上，仓库中那次 ELBO 运行的 rollout 平均奖励在 400 步中没有上升（第 6 节；在莎士比亚上上升了，见第 12 节，靠的是钻奖励的空子）。更新同时改变了置信度和正确性：阈值 0.9 每次前向落定更多格子，解出的谜题却更少（第 7 节），因为模型有多得多的预测落在 0.9 以上，其中错的也更多（第 11 节）。第 6 节一路测到的：大多数组不携带信号，因为组内 rollout 的得分全都相同；截断的比率几乎从未达到边界，所以截断从没限制过任何一步，漂移是在许多小步中积累起来的；而似然替代目标的梯度与"规则做过的事"的梯度几乎正交（第 10 节）。改为塑造模型自己的决定（第 10 节的 "decisions"：单独使用、给每个决定自己的功劳、同时用于 S 和 Q 模式；`labkit bench rl-sweep`，见 docs/models.md）在 100 步内同样没能让奖励超出它自身的噪声，而且每一次这样的运行都移动了阈值 0.9。冻结模型、只塑造规则则好一些（第 13 节）：种子 0 的奖励上升得远超对照组，另外两个种子与对照组差不多，而它的贪心规则落在阈值规则与因子规则画出的前沿上，但没有超出它。练习 1 在两个温度下测量第一个原因。
 #
 # ## Exercises（练习）
 #
@@ -460,4 +497,4 @@ print(f"prompt cells masked: {float(is_mask[~written].float().mean()):.1%}")
 
 # %% [markdown]
 # **4.** 在命令行里：`labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl` 重新训练仓库中的模型（中途停止后可以续跑；单线程大约 20 分钟），`labkit
-# train-rl --init-from tiny-sudoku --surrogate one_pass --steps 50 --out runs/try` 尝试另一种替代目标，`labkit bench rl --out benchmarks/results` 重新测量第 6 到 12 节的表格（`make model-rl`，`make bench-rl`）。docs/models.md 的 “Rewards” 一节写明了每次运行的花费。
+# train-rl --init-from tiny-sudoku --surrogate one_pass --steps 50 --out runs/try` 尝试另一种替代目标，`labkit bench rl --out benchmarks/results` 重新测量第 6 到 12 节的表格（`make model-rl`，`make bench-rl`），`labkit bench learned-policy` 重新测量第 13 节的。docs/models.md 的 “Rewards” 一节写明了每次运行的花费。
