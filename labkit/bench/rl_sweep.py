@@ -38,6 +38,8 @@ SWEEP = {
     "dec-edit-credit": ("the decisions with the rewrites' own credit against the truth (weight 1): the edits S mode "
                         "breaks, judged where the threshold rules never read", {**DECIDE, "decision_credit": 1.0,
                                                                                 "credit_on": "edits"}),
+    "dec-mix-kl0.2": ("the decisions in S and Q mode with a KL to the start four times as strong (beta 0.2)",
+                      {**DECIDE, "mix_rule": "quality", "kl": 0.2}),
     "dec-mix-control": ("dec-mix's control: the same rollouts and updates, advantages from shuffled rewards",
                         {**DECIDE, "mix_rule": "quality", "control": True}),
 }
