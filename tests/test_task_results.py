@@ -47,7 +47,7 @@ def test_every_rule_and_each_twin_ran_on_every_held_out_item(result):
 def test_docs_models_holds_the_section_the_script_writes(result, seeds):
     doc = MODELS_DOC.read_text()
     written = section.models_section(result, seeds)
-    assert doc[doc.index(section.HEADING):].startswith(written + "<!-- rl section"), \
+    assert doc[doc.index(section.HEADING):].startswith(written + "<!-- editor section"), \
         "docs/models.md: python benchmarks/make_models_section.py"
 
 
