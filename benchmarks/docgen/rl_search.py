@@ -43,9 +43,15 @@ def reading(sweep: dict) -> str:
     fell = [f"`{r['name']}` ({_eval(r['evals'][0], 'threshold 0.9')} → {_eval(r['evals'][-1], 'threshold 0.9')})"
             for r in sweep["runs"] if r["evals"][-1].get("threshold 0.9", {}).get("accuracy", 1)
             < r["evals"][0]["threshold 0.9"]["accuracy"] - 0.01]
-    return (f"Runs whose reward rose (last 10-step mean above the first by more than twice the spread of the "
+    text = (f"Runs whose reward rose (last 10-step mean above the first by more than twice the spread of the "
             f"10-step means): {', '.join(up) or 'none'}. Runs whose threshold 0.9 lost more than a point on "
             f"the {sweep['base']['eval_items']} puzzles by their last evaluation: {', '.join(fell) or 'none'}.")
+    controls = [r for r in sweep["runs"] if r["settings"].get("control")]
+    for c in controls:
+        accs = [e["threshold 0.9"]["accuracy"] for e in c["evals"]]
+        text += (f" Without any reward signal, `{c['name']}` (the same updates on shuffled rewards) read threshold 0.9 between "
+                 f"{100 * min(accs):.1f}% and {100 * max(accs):.1f}% over its {len(accs)} evaluations.")
+    return text
 
 
 def seed_rise(policy: dict) -> dict:
