@@ -156,3 +156,17 @@ def test_a_deck_built_from_another_checkout_reads_its_notebooks(tmp_path, decks)
     first.write_text(first.read_text().replace("Step through the denoising", "Step through it"))
     with pytest.raises(ValueError, match="0 headings start with 'Step through the denoising'"):
         slides.session_notebook("1", root=tmp_path)
+
+
+def test_an_interactive_figure_shows_its_stored_picture_and_only_a_bare_widget_a_placeholder():
+    import nbformat
+
+    from labkit.course.slides import code_slides
+    plotly = nbformat.v4.new_output("display_data", data={"application/vnd.plotly.v1+json": {"data": []},
+                                                          "image/png": "iVBORw0KGgo="})
+    widget = nbformat.v4.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+                                                          "text/plain": "Panel()"})
+    cell = nbformat.v4.new_code_cell("fig.show()", outputs=[plotly, widget])
+    first, second = code_slides(cell, "notebook 02")
+    assert first.outputs[0]["data"] == {"image/png": "iVBORw0KGgo="}
+    assert "live widget or interactive figure" in second.outputs[0]["text"]

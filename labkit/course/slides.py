@@ -150,14 +150,15 @@ def _width_state(*texts: str) -> dict:
 
 
 def code_slides(cell, where: str) -> list:
-    """A code cell as slides: its code when short, each printed output cut to fit, each figure alone."""
+    """A code cell as slides: its code when short, each printed output cut to fit, each figure alone
+    (an interactive figure by the PNG stored beside it; a placeholder only where none is)."""
     out = []
     code = [ln for ln in cell.source.splitlines() if ln.strip() and not ln.startswith("# NBVAL_")]
     shown = "\n".join(code) if len(code) <= MAX_CODE_LINES else ""
     for o in cell.get("outputs", []):
         if o.output_type == "stream":
             pieces = [nbformat.v4.new_output("stream", name=o.name, text=t) for t in split_lines(o.text)]
-        elif "data" in o and set(o.data) & set(LIVE):
+        elif "data" in o and set(o.data) & set(LIVE) and "image/png" not in o.data:   # no stored picture
             pieces = [nbformat.v4.new_output("stream", name="stdout",
                                              text=f"(a live widget or interactive figure: run {where})\n")]
         elif "data" in o:
