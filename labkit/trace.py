@@ -106,6 +106,10 @@ class Trace:
     def pinned(self) -> torch.Tensor | None:  # (S, B, L) bool: fixed by controls; None without controls
         return self._stack("pinned") if self.has_pins else None
 
+    def read(self) -> torch.Tensor:          # (S, B, L): the canvas each step read (init, then each step's tokens)
+        """The state before each step: what the model saw when it decided (a replay's inputs)."""
+        return torch.cat([self.init[None], self.tokens()[:-1]]) if self.records else self.init.new_empty((0, *self.init.shape))
+
     def masked(self) -> torch.Tensor:        # (S, B, L) bool: still a mask after each step
         return self.tokens() == self.mask_id
 

@@ -33,7 +33,7 @@ def test_the_decisions_are_seeded_draws_and_become_the_thresholds_as_kappa_shrin
     sharp = rollout(lm, items, dataclasses.replace(rule, decision_temperature=1e-6), 1, 0)
     tr = sharp.trace
     conf = torch.nan_to_num(tr.confidence().float(), nan=-1.0)
-    before = torch.cat([tr.init[None], tr.tokens()[:-1]]).long()
+    before = tr.read().long()
     masked = (before == lm.mask_id) & (conf >= 0)
     assert torch.equal(tr.committed() & masked, masked & (conf > 0.5))            # the threshold, exactly
     with pytest.raises(ValueError, match="decision_temperature"):

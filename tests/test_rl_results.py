@@ -179,3 +179,10 @@ def test_the_calibration_and_the_start_gradients_hold_together(rl):
     assert [r["label"] for r in g["rows"]] == ["one_pass", "elbo", "block_elbo (6 blanks)"]
     assert g["rollouts"] == COSINE_CONFIG.questions * COSINE_CONFIG.group and 0 < g["signal_rows"] <= g["rollouts"]
     assert all(r["single_min"] <= r["single_mean"] <= r["single_max"] for r in g["rows"])
+
+
+def test_notebook_12_states_the_calibration_it_shows(rl):
+    """Section 11's markdown: "(a 0.75 guess is right about 94% of the time)", read from rl.json."""
+    b = next(b for b in rl["calibration"]["tiny-sudoku"]["bins"] if b["lo"] == 0.7)
+    assert round(b["confidence"], 2) == 0.75 and round(100 * b["accuracy"]) == 94
+    assert "(a 0.75 guess is right about 94% of the time)" in (ROOT / "notebook_sources" / "12_rewards.py").read_text()

@@ -44,7 +44,7 @@ def test_the_policy_run_is_the_default_config_and_its_rows_hold_together(policy)
     for label, r in policy["start"].items():
         assert (r["accuracy"], r["tpf"]) == (tasks[label]["accuracy"], tasks[label]["tpf"])
     assert policy["dominated_by"] == learned_policy.dominated_by(policy["learned"], policy["start"])
-    assert policy["tenths"]["run"] == learned_policy.reward_tenths(run)
+    assert policy["tenths"]["run"] == learned_policy.tenths(run)
     assert policy["control"]["config"] == {**run["config"], "control": True}
 
 
@@ -54,3 +54,14 @@ def test_rose_by_hand():
 
 def test_docs_models_holds_the_section_the_docgen_writes(sweep, policy):
     assert committed_section(SECTION_START, SECTION_END) == models_section(sweep, policy)
+
+
+def test_the_readme_and_the_course_say_what_the_seeds_show(policy):
+    from docgen.rl_search import seed_rise
+    t = policy["tenths"]
+    beat = sum(x > t["control"][1] - t["control"][0] for x in seed_rise(policy)["rises"])
+    words = {0: "no seed", 1: "one seed", 2: "two seeds", 3: "every seed"}[beat]
+    root = RESULTS.parent.parent
+    for doc in ("README.md", "docs/course.md"):
+        assert f"{words} of three rises clearly past it" in (root / doc).read_text().replace("\n  ", " "), doc
+    assert policy["dominated_by"] == []                       # "lands on the threshold rules' frontier"

@@ -21,6 +21,7 @@ from ..models.load import load
 from ..samplers.learned import FEATURES, LearnedCommit
 from ..training.learned_policy import PolicyConfig, train_policy
 from .common import metadata
+from .rl import reward_tenths
 
 RUN = Path("runs") / "learned-policy" / "run.json"
 CONTROL_RUN = RUN.with_name("control.json")   # the same run with shuffled rewards
@@ -51,12 +52,11 @@ def dominated_by(row: dict, others: dict) -> list[str]:
     return [label for label, o in others.items() if o["accuracy"] >= row["accuracy"] and o["tpf"] >= row["tpf"]]
 
 
-def reward_tenths(run: dict) -> list[float]:
-    """The mean rollout reward and solved share over the first and last tenth of a run's steps."""
-    h = run["history"]
-    k = max(1, len(h) // 10)
-    mean = lambda rows, key: round(sum(x[key] for x in rows) / len(rows), 4)     # noqa: E731
-    return [mean(h[:k], "reward"), mean(h[-k:], "reward"), mean(h[:k], "solved"), mean(h[-k:], "solved")]
+def tenths(run: dict) -> list[float]:
+    """The mean rollout reward over the first and last tenth of a run's steps (`bench.rl.reward_tenths`),
+    then its solved share over the same steps."""
+    solved = [{"reward": x["solved"]} for x in run["history"]]
+    return reward_tenths(run["history"]) + reward_tenths(solved)
 
 
 def bench_learned_policy(tasks_json: str | Path, cfg: PolicyConfig = DEFAULT, run_path: str | Path = RUN,
@@ -71,8 +71,8 @@ def bench_learned_policy(tasks_json: str | Path, cfg: PolicyConfig = DEFAULT, ru
     rows = {r["label"]: r["tasks"][cfg.task] for r in json.loads(Path(tasks_json).read_text())["pairs"]["sudoku"]["runs"]
             if r.get("model", cfg.init_from) == cfg.init_from and r["label"] in COMPARED}
     return {"meta": metadata(lm), "features": list(FEATURES), "run": run, "learned": learned,
-            "tenths": {"run": reward_tenths(run), "control": reward_tenths(control),
-                       **{f"seed{k}": reward_tenths(r) for k, r in seeds.items()}},
+            "tenths": {"run": tenths(run), "control": tenths(control),
+                       **{f"seed{k}": tenths(r) for k, r in seeds.items()}},
             "seed_evals": {f"seed{k}": r["evals"] for k, r in seeds.items()},
             "control": {k: control[k] for k in ("config", "weights", "evals")},
             "start": {k: {f: v[f] for f in ("n", "accuracy", "ci95", "tpf")} for k, v in rows.items()},
@@ -89,5 +89,5 @@ def text_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["COMPARED", "CONTROL_RUN", "DEFAULT", "RUN", "SEEDS", "bench_learned_policy", "dominated_by", "reward_tenths",
+__all__ = ["COMPARED", "CONTROL_RUN", "DEFAULT", "RUN", "SEEDS", "bench_learned_policy", "dominated_by", "tenths",
            "text_table", "trained"]

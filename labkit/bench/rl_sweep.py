@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from ..training.rl import CHECKPOINT, RLConfig
+from .rl import reward_tenths
 
 RUNS = Path("runs") / "rl-sweep"
 BASE = RLConfig(init_from="tiny-sudoku", rule="speed", temperature=1.0, surrogate="trajectory", questions=16, group=8,
@@ -64,12 +65,6 @@ def read(folder: str | Path) -> dict | None:
     return None
 
 
-def tenths(values: list[float]) -> list[float]:
-    """The mean of the first and of the last tenth of `values` (at least one value each)."""
-    k = max(1, len(values) // 10)
-    return [round(sum(values[:k]) / k, 4), round(sum(values[-k:]) / k, 4)]
-
-
 def summary(name: str, rec: dict) -> dict:
     """One run: what it tries, its settings, steps, reward over the first and last tenth and its
     mean over each 10 steps, the mean signal share, clip fraction and approximate KL, and its
@@ -79,7 +74,7 @@ def summary(name: str, rec: dict) -> dict:
     rewards = [x["reward"] for x in h]
     by_ten = [round(sum(rewards[i:i + 10]) / len(rewards[i:i + 10]), 4) for i in range(0, len(rewards), 10)]
     return {"name": name, "tries": SWEEP[name][0], "settings": SWEEP[name][1], "steps": len(h),
-            "reward_tenths": tenths(rewards), "reward_by_ten_steps": by_ten, "signal_share": mean("signal_share"),
+            "reward_tenths": reward_tenths(h), "reward_by_ten_steps": by_ten, "signal_share": mean("signal_share"),
             "clip_fraction": mean("clip_fraction"), "approx_kl": mean("approx_kl"), "kl_end": h[-1].get("kl"),
             "evals": rec["evals"]}
 
@@ -100,4 +95,4 @@ def text_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BASE", "DECIDE", "RUNS", "SWEEP", "bench_rl_sweep", "config", "read", "summary", "tenths", "text_table"]
+__all__ = ["BASE", "DECIDE", "RUNS", "SWEEP", "bench_rl_sweep", "config", "read", "summary", "text_table"]

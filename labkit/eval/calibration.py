@@ -34,7 +34,7 @@ def prediction_points(lm, items: list[Item], rule: str = "low_confidence", seed:
         tr = out.trace
         P = tr.prompt_len
         truth = torch.tensor([lm.encode(it.answer) for it in chunk], dtype=torch.long)          # (B, n)
-        before = torch.cat([tr.init[None].long(), tr.tokens().long()[:-1]])[..., P:]            # (S, B, n)
+        before = tr.read().long()[..., P:]                                                   # (S, B, n)
         c, cand = tr.confidence()[..., P:].float(), tr.candidates().long()[..., P:]            # (S, B, n)
         seen = (before == lm.mask_id) & ~torch.isnan(c)
         conf.append(c[seen])

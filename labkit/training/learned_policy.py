@@ -59,8 +59,7 @@ def decision_logp(trace, rows: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """(len(rows),) Σ log π(decision) of each row's drawn decisions (the forced commit excluded),
     replayed from `trace` under weights w (4,)."""
     rows = rows.cpu()
-    tokens = trace.tokens()[:, rows].long()                              # (S, N, L)
-    before = torch.cat([trace.init[rows][None].long(), tokens[:-1]])
+    before = trace.read()[:, rows].long()                                # (S, N, L) what each pass read
     conf = trace.confidence()[:, rows].float()                           # (S, N, L) nan where not scored
     masked = (before == trace.mask_id) & ~torch.isnan(conf) & trace.active()[:, rows, None]
     f, forced = decision_features(conf, masked, int(trace.meta["block_length"]))

@@ -81,7 +81,7 @@ def trajectory_draw(trace, rows: torch.Tensor, written: torch.Tensor) -> Draw:
     Deterministic: a trace is replayed, nothing is drawn."""
     rows = rows.cpu()
     tokens = trace.tokens()[:, rows].long()                               # (S, N, L) after each pass
-    before = torch.cat([trace.init[rows][None].long(), tokens[:-1]])      # (S, N, L) what each pass read
+    before = trace.read()[:, rows].long()                                 # (S, N, L) what each pass read
     acted = (trace.committed() | trace.edited())[:, rows] & trace.active()[:, rows, None]   # (S, N, L)
     s, r = acted.any(-1).nonzero(as_tuple=True)                           # (M,) each: pairs that acted
     dev = written.device
@@ -109,8 +109,7 @@ def decisions_draw(trace, rows: torch.Tensor, written: torch.Tensor, rule, truth
         raise ValueError("surrogate 'decisions' replays a draft-and-edit rule with decision_temperature > 0, "
                          f"got {rule!r}")
     rows = rows.cpu()
-    tokens = trace.tokens()[:, rows].long()                               # (S, N, L) after each pass
-    before = torch.cat([trace.init[rows][None].long(), tokens[:-1]])      # (S, N, L) what each pass read
+    before = trace.read()[:, rows].long()                                 # (S, N, L) what each pass read
     cand = trace.candidates()[:, rows].long()                             # (S, N, L) the proposals
     scored = ~torch.isnan(trace.confidence()[:, rows].float()) & trace.active()[:, rows, None]
     commit = scored & (before == trace.mask_id)
