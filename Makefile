@@ -31,10 +31,12 @@ $(STAMP): pyproject.toml
 
 # The URL it prints opens notebook 01 (default_url), not the Launcher. The project's notebooks are
 # trusted first, so their stored panels (widget state) are drawn before any cell runs.
+# NOTEBOOKS=student opens the students' copies (make student) instead of the teacher's notebooks.
+NOTEBOOKS ?= notebooks
 lab: install
-	$(BIN)/jupyter trust notebooks/*.ipynb
+	$(BIN)/jupyter trust $(NOTEBOOKS)/*.ipynb
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(PORT) \
-	    --ServerApp.root_dir=notebooks --ServerApp.allow_root=True \
+	    --ServerApp.root_dir=$(NOTEBOOKS) --ServerApp.allow_root=True \
 	    --LabApp.default_url=/lab/tree/01_quickstart.ipynb
 
 # Two pytest workers (one per core, one torch thread each: labkit's default on 2 cores); a test file
@@ -238,9 +240,10 @@ gpu-check: install
 bench-panel: install
 	$(BIN)/labkit bench panel --out benchmarks/results
 
-# The students' copies of the notebooks: every solution cell (tagged "solution") replaced by a stub.
+# The students' copies of the notebooks and their Chinese twins (student/, student/zh-CN): every
+# solution cell (tagged "solution") replaced by a stub; `make lab NOTEBOOKS=student` opens them.
 student: install
-	$(BIN)/labkit student --out build/student
+	$(BIN)/labkit student --out student
 
 # One reveal.js deck per course session from the notebooks' own cells, English and Chinese
 # (reveal.js, require.js and MathJax fetched once from the npm registry, checked, kept beside them).

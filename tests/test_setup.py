@@ -67,6 +67,9 @@ def test_make_lab_opens_notebook_01():
     m = re.search(r"--LabApp\.default_url=/lab/tree/(\S+)", cmd)
     assert m and "--ServerApp.root_dir=notebooks" in cmd, cmd
     assert (ROOT / "notebooks" / m.group(1)).is_file() and m.group(1).startswith("01_")
+    student = subprocess.run(["make", "-n", "lab", "BIN=.venv/bin", "STAMP=/dev/null", "NOTEBOOKS=student"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60).stdout     # the students' copies (make student)
+    assert "--ServerApp.root_dir=student" in student and "trust student/*.ipynb" in student, student
 
 
 def test_notebooks_folder_holds_only_notebooks():

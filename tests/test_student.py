@@ -1,5 +1,6 @@
-"""`labkit student`: the students' copies keep every cell but the solutions, which become stubs that
-run; no later cell needs what only a solution defined; one copy runs top to bottom."""
+"""`labkit student`: the students' copies, in both languages, keep every cell but the solutions, which
+become stubs that run; no later cell needs what only a solution defined; a copy in each language
+runs top to bottom from the folder the copies are written to."""
 import ast
 import hashlib
 from pathlib import Path
@@ -11,21 +12,37 @@ from labkit.cli import student
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+TWINS = sorted((ROOT / "notebooks" / student.TWINS).glob("*.ipynb"))
+
+
+def _key(path: Path) -> str:
+    """"12_rewards.ipynb" for a notebook, "zh-CN/12_rewards.ipynb" for its twin."""
+    return f"{student.TWINS}/{path.name}" if path.parent.name == student.TWINS else path.name
 
 
 @pytest.fixture(scope="module")
-def copies(tmp_path_factory):
-    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in NOTEBOOKS}
-    out = tmp_path_factory.mktemp("student")
-    written = student.write_students(out)
-    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in NOTEBOOKS} == before, "teacher's copies untouched"
-    return {p.name: nbformat.read(p, as_version=4) for p in written}
+def lab(tmp_path_factory):
+    """A stand-in checkout: the lab's notebooks/ and benchmarks/ linked into a temporary folder, and
+    the students' copies written beside them (student/), as `make student` writes them."""
+    lab = tmp_path_factory.mktemp("lab")
+    for name in ("notebooks", "benchmarks"):
+        (lab / name).symlink_to(ROOT / name)
+    return lab
+
+
+@pytest.fixture(scope="module")
+def copies(lab):
+    before = {_key(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in NOTEBOOKS + TWINS}
+    written = student.write_students(lab / "student", lab / "notebooks")
+    after = {_key(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in NOTEBOOKS + TWINS}
+    assert after == before, "teacher's copies untouched"
+    return {_key(p): nbformat.read(p, as_version=4) for p in written}
 
 
 def test_every_solution_becomes_a_stub_and_nothing_else_changes(copies):
-    assert sorted(copies) == [p.name for p in NOTEBOOKS]
-    for path in NOTEBOOKS:
-        teacher, mine = nbformat.read(path, as_version=4), copies[path.name]
+    assert sorted(copies) == sorted(_key(p) for p in NOTEBOOKS + TWINS) and len(TWINS) == len(NOTEBOOKS)
+    for path in NOTEBOOKS + TWINS:
+        teacher, mine = nbformat.read(path, as_version=4), copies[_key(path)]
         assert len(teacher.cells) == len(mine.cells)
         solutions = [student.is_solution(c) for c in teacher.cells]
         assert sum(solutions) >= 1, f"{path.name} has exercises with solutions"
@@ -52,7 +69,7 @@ def _names(source: str) -> tuple[set, set]:
     return bound, read
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS + TWINS, ids=_key)
 def test_no_cell_needs_what_only_a_solution_defined(path):
     nb = nbformat.read(path, as_version=4)
     outside, only_in_solutions = set(), set()
@@ -72,14 +89,24 @@ def test_an_untagged_solution_is_refused(tmp_path):
     nb.cells = [nbformat.v4.new_code_cell("# Solution\nprint(1)")]
     nbformat.write(nb, tmp_path / "x.ipynb")
     with pytest.raises(ValueError, match="lack the 'solution' tag"):
-        student.write_students(tmp_path / "out", tmp_path)
+        student.write_students(tmp_path.parent / "out", tmp_path)
 
 
-def test_a_students_copy_runs_top_to_bottom(copies, tmp_path):
+@pytest.mark.parametrize("out", ["nested/student", "../elsewhere", "notebooks"])
+def test_copies_go_beside_the_notebooks_or_are_refused(lab, out):
+    """Anywhere else the notebooks' ../benchmarks/results would not be found (and notebooks/ itself
+    holds the teacher's copies)."""
+    with pytest.raises(ValueError, match="--out must be a folder beside the notebooks' folder"):
+        student.write_students(lab / out, lab / "notebooks")
+
+
+@pytest.mark.parametrize("key", ["12_rewards.ipynb", f"{student.TWINS}/12_rewards.ipynb"])
+def test_a_students_copy_runs_top_to_bottom_where_it_was_written(copies, lab, key):
     from nbclient import NotebookClient
 
-    nb = copies["12_rewards.ipynb"]
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    nb = copies[key]
+    folder = lab / "student" / Path(key).parent
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
     stubs = [c for c in nb.cells if student.is_solution(c)]
     assert stubs and all(c.outputs == [] for c in stubs)
     assert not [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]

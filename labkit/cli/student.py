@@ -1,18 +1,25 @@
-"""`labkit student`: the students' copies of the notebooks. Every solution cell (tagged "solution"
-in the teacher's notebooks) becomes a stub that runs and says where the answer goes, its output
-cleared; every other cell is kept as it is, outputs included, so a copy opened without a kernel
-still shows the lesson. The teacher's notebooks are not touched.
+"""`labkit student`: the students' copies of the notebooks, in both languages (notebooks/*.ipynb
+and their Chinese twins, notebooks/zh-CN/*.ipynb, into OUT and OUT/zh-CN). Every solution cell
+(tagged "solution" in the teacher's notebooks) becomes a stub that runs and says where the answer
+goes, its output cleared; every other cell is kept as it is, outputs included, so a copy opened
+without a kernel still shows the lesson. The teacher's notebooks are not touched.
 
-    labkit student --out build/student          # or: make student
+The notebooks read the committed results beside them (../benchmarks/results), so the copies go in
+a folder beside notebooks/, in the lab's checkout (default: student/); `make lab
+NOTEBOOKS=student` opens them.
+
+    labkit student                 # → student/ and student/zh-CN; or: make student
 """
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 from ..checkout import root
 
 TAG = "solution"
+TWINS = "zh-CN"                     # the Chinese twins' folder, inside the notebooks' folder and the copies'
 MARK = "# Solution"                 # the first line of a solution cell's code (after nbval's markers)
 STUB = ("# Your solution here: the exercise is in the text above. (The teacher's copy of this notebook\n"
         "# has a worked solution in this cell.)\n")
@@ -50,32 +57,41 @@ def student_copy(nb):
     return out
 
 
-def write_students(out: str | Path, src: str | Path | None = None) -> list[Path]:
-    """A student's copy of each notebook of `src` (default: the lab's notebooks/) written into `out`."""
+def write_students(out: str | Path | None = None, src: str | Path | None = None) -> list[Path]:
+    """A student's copy of each notebook of `src` (default: the lab's notebooks/) and of each of its
+    Chinese twins (src/zh-CN) written into `out` (default: student/ beside notebooks/) and out/zh-CN.
+    `out` must sit beside `src`: the notebooks read ../benchmarks/results."""
     import nbformat  # the lab's extra: not needed by other commands
 
-    src = root("labkit student (the teacher's notebooks)") / "notebooks" if src is None else src
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    src = Path(root("labkit student (the teacher's notebooks)") / "notebooks" if src is None else src)
+    out = src.parent / "student" if out is None else Path(out)
+    if Path(os.path.abspath(out)).parent != Path(os.path.abspath(src)).parent or out.name in (src.name, ""):
+        raise ValueError(f"--out must be a folder beside the notebooks' folder {src} (such as {src.parent / 'student'}): "
+                         f"the notebooks read ../benchmarks/results from there; got {out}")
     written = []
-    for path in sorted(Path(src).glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        untagged = [i for i, c in enumerate(nb.cells) if marked(c) and not is_solution(c)]
-        if untagged:
-            raise ValueError(f"{path.name}: cells {untagged} start with '{MARK}' but lack the '{TAG}' tag")
-        nbformat.write(student_copy(nb), out / path.name)
-        written.append(out / path.name)
+    for folder, into in ((src, out), (src / TWINS, out / TWINS)):
+        for path in sorted(folder.glob("*.ipynb")):
+            into.mkdir(parents=True, exist_ok=True)
+            nb = nbformat.read(path, as_version=4)
+            untagged = [i for i, c in enumerate(nb.cells) if marked(c) and not is_solution(c)]
+            if untagged:
+                raise ValueError(f"{path.name}: cells {untagged} start with '{MARK}' but lack the '{TAG}' tag")
+            nbformat.write(student_copy(nb), into / path.name)
+            written.append(into / path.name)
     return written
 
 
 def _student(a) -> int:
     written = write_students(a.out, a.notebooks)
-    print(f"{len(written)} student notebooks in {a.out} (solution cells replaced by a stub)")
+    twins = sum(p.parent.name == TWINS for p in written)
+    folder = written[0].parent if written else Path(a.out or "student")
+    print(f"{len(written) - twins} student notebooks and {twins} Chinese twins in {folder} (solution cells replaced by "
+          f"a stub); open them with: make lab NOTEBOOKS={folder.name}")
     return 0
 
 
 def add_parser(sub) -> None:
     s = sub.add_parser("student", help="the students' copies of the notebooks: solutions replaced by stubs")
-    s.add_argument("--out", default="build/student", help="folder for the copies (default build/student)")
+    s.add_argument("--out", help="folder for the copies, beside notebooks/ (default: student/ in the lab's checkout)")
     s.add_argument("--notebooks", help="the teacher's notebooks (default: the notebooks/ of the lab's checkout)")
     s.set_defaults(fn=_student)
