@@ -181,14 +181,17 @@ model-sudoku-from-ar: install
 	status=$$?; wait $$! && test $$status -eq 0
 	$(call install_model,tiny-sudoku-from-ar)
 
-# The Sudoku pair after RL with exact rewards (labkit.training.rl; each resumes if interrupted), side
-# by side, one thread each, then evaluated into their cards; then `labkit bench rl` (rl.json: every
-# rule before and after, the surrogates' curves, gradient noise) and docs/models.md's section from it.
+# The Sudoku models after RL with exact rewards (labkit.training.rl; each resumes if interrupted): the
+# decisions recipe and the ELBO control in one lane, the AR twin in the other, one thread each, then
+# evaluated into their cards; then `labkit bench rl` (rl.json: every rule before and after, the
+# surrogates' curves, gradient noise, seeds) and docs/models.md's section from it.
 model-rl: install
-	( OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl ) & \
+	( OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train-rl --recipe tiny-sudoku-rl --out runs/tiny-sudoku-rl && \
+	  OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train-rl --recipe tiny-sudoku-rl-elbo --out runs/tiny-sudoku-rl-elbo ) & \
 	( OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train-rl --recipe tiny-sudoku-ar-rl --out runs/tiny-sudoku-ar-rl ); \
 	status=$$?; wait $$! && test $$status -eq 0
 	$(call install_model,tiny-sudoku-rl)
+	$(call install_model,tiny-sudoku-rl-elbo)
 	$(call install_model,tiny-sudoku-ar-rl)
 
 bench-rl: install

@@ -187,7 +187,7 @@ def test_bad_settings_name_the_parameter():
             RLConfig(**bad)
     with pytest.raises(ValueError, match="AR model"):
         setup_rl(RLConfig(init_from="tiny-sudoku-ar", rule="autoregressive", surrogate="elbo"), "/tmp/never")
-    assert set(RL_RECIPES) >= {"tiny-sudoku-rl", "tiny-sudoku-ar-rl"}
+    assert set(RL_RECIPES) >= {"tiny-sudoku-rl", "tiny-sudoku-rl-elbo", "tiny-sudoku-ar-rl"}
 
 
 # --- determinism and resume --------------------------------------------------------------------

@@ -8,9 +8,19 @@ import pytest
 from doc_common import committed_section
 from docgen.models_md import write_rl
 from docgen.rl import SECTION_END, SECTION_START, keywords_paragraph, markdown_seeds, models_section
-from docgen.targets import rl_targets
+from docgen.targets import judge_rl, reward_rise, rl_targets
 
-from labkit.bench.rl import AR_RL_MODEL, RL_MODEL, RL_SEEDS, SEED_LABELS, curve_configs, keyword_config, text_table
+from labkit.bench.rl import (
+    AR_RL_MODEL,
+    ELBO_MODEL,
+    RL_MODEL,
+    RL_SEEDS,
+    SEED_LABELS,
+    curve_configs,
+    keyword_config,
+    seed_config,
+    text_table,
+)
 from labkit.bench.tasks import SOLVER_LABEL
 from labkit.models.load import model_folder
 from labkit.training.rl import RL_RECIPES, same_config
@@ -29,13 +39,19 @@ def test_the_starting_rows_are_tasks_json_rows_and_every_rule_ran_after(rl):
     solver = [r for r in tasks if r["label"] == SOLVER_LABEL]          # the third Sudoku model, outside RL
     assert len(solver) == 1 and solver[0]["model"] == "tiny-sudoku-ar-solver"
     assert rl["runs"]["start"] + [rl["runs"]["ar_start"]] == [r for r in tasks if r["label"] != SOLVER_LABEL]
-    assert [r["label"] for r in rl["runs"]["rl"]] == [r["label"] for r in rl["runs"]["start"]]
-    assert all(r["tasks"]["sudoku"]["n"] == 600 for r in rl["runs"]["rl"] + [rl["runs"]["ar_rl"]])
+    for model in ("rl", "rl_elbo"):
+        assert [r["label"] for r in rl["runs"][model]] == [r["label"] for r in rl["runs"]["start"]]
+    assert all(r["tasks"]["sudoku"]["n"] == 600 for r in rl["runs"]["rl"] + rl["runs"]["rl_elbo"] + [rl["runs"]["ar_rl"]])
+    assert rl["models"] == {"rl": RL_MODEL, "rl_elbo": ELBO_MODEL, "start": "tiny-sudoku", "ar_rl": AR_RL_MODEL,
+                            "ar_start": "tiny-sudoku-ar"}
 
 
 def test_the_targets_are_the_rows_read_again(rl):
-    stored = json.loads(json.dumps(rl_targets(rl["runs"]["rl"], rl["runs"]["start"], rl["runs"]["ar_rl"])))
-    assert stored == rl["targets"]
+    assert json.loads(json.dumps(judge_rl(rl))) == rl["targets"]
+    history = json.loads((model_folder(RL_MODEL) / "training.json").read_text())["rl"]["history"]
+    first = sum(h["reward"] for h in history[:10]) / 10            # seed 0's first tenth, from its record
+    assert rl["targets"]["reward_rises"]["value"]["rises"][0] == pytest.approx(
+        round(sum(h["reward"] for h in history[-10:]) / 10 - first, 4), abs=2e-4)
 
 
 def test_docs_models_holds_the_section_the_script_writes(rl):
@@ -55,7 +71,7 @@ def test_the_script_judges_the_targets_into_rl_json_then_writes_the_section(rl, 
 
 def test_the_commands_printout_is_every_rule_before_and_after(rl):
     lines = text_table(rl).splitlines()
-    assert len(lines) == len(rl["runs"]["start"]) + len(rl["runs"]["rl"])
+    assert len(lines) == len(rl["runs"]["start"]) + len(rl["runs"]["rl_elbo"]) + len(rl["runs"]["rl"])
     s = rl["runs"]["rl"][-1]["tasks"]["sudoku"]
     assert lines[-1].endswith(f"{rl['runs']['rl'][-1]['label']}: {s['accuracy']:.3f} TPF {s['tpf']:.2f}")
 
@@ -71,14 +87,22 @@ def test_the_targets_are_read_from_the_rows():
     good = [_row("low-confidence", 0.986, 1.0), _row("margin", 0.99, 1.0), _row("entropy", 0.99, 1.0),
             _row("threshold 0.7", 0.90, 10.0),
             _row("S mode", 0.96, 7.5, hard=0.91, edits={"fixed": 500, "broke": 90})]
-    t = rl_targets(good, start, {"tasks": {"sudoku": {"accuracy": 0.5}}})
+    t = rl_targets(good, start, {"tasks": {"sudoku": {"accuracy": 0.5}}}, [[1.5, 1.7], [1.52, 1.68], [1.49, 1.66]])
     assert all(v["met"] for v in t.values()), t
+    assert t["reward_rises"]["value"] == {"rises": [0.2, 0.16, 0.17], "mean_rise": 0.1767, "spread": 0.04}
+    assert not rl_targets(good, start, None, [[1.5, 1.6], [1.5, 1.52], [1.5, 1.7]])["reward_rises"]["met"]
+    assert "reward_rises" not in rl_targets(good, start, None)              # no seeds: not judged
+    assert reward_rise([[1.0, 1.1]]) == {"rises": [0.1], "mean_rise": 0.1, "spread": 0.0}
     bad = [dict(r) for r in good]
     bad[3] = _row("threshold 0.7", 0.97, 9.0)                          # more accurate at a higher TPF
     bad[0] = _row("low-confidence", 0.98, 1.0)                          # 0.8 points below the start
     t = rl_targets(bad, start, None)
     assert not t["s_mode_on_frontier"]["met"] and "threshold 0.7" in t["s_mode_on_frontier"]["value"][0]
     assert not t["confident_orders_kept"]["met"] and t["confident_orders_kept"]["value"]["low-confidence"] == -0.008
+    assert t["other_rules_within_1_point"]["met"]                           # 0.8 points is within one
+    bad[1] = _row("margin", 0.97, 1.0)
+    t = rl_targets(bad, start, None)
+    assert not t["other_rules_within_1_point"]["met"] and t["other_rules_within_1_point"]["value"] == {"margin": -0.018}
     assert not t["ar_twin"]["met"]
     bad[4] = _row("S mode", 0.96, 6.5, hard=0.85, edits={"fixed": 400, "broke": 100})
     t = rl_targets(bad, start, None)
@@ -94,7 +118,7 @@ def test_the_curves_are_the_recipe_with_one_surrogate_each(rl):
         assert len(c["reward"]) == c["config"]["steps"]
 
 
-@pytest.mark.parametrize("name", [RL_MODEL, AR_RL_MODEL])
+@pytest.mark.parametrize("name", [RL_MODEL, ELBO_MODEL, AR_RL_MODEL])
 def test_the_rl_models_carry_their_recipe_and_record(name):
     record = json.loads((model_folder(name) / "training.json").read_text())
     assert same_config(record["rl"]["config"], RL_RECIPES[name])
@@ -106,30 +130,39 @@ def test_the_rl_models_carry_their_recipe_and_record(name):
 
 def test_the_readmes_sentence_on_rl_is_what_rl_json_shows(rl):
     readme = " ".join((ROOT / "README.md").read_text().split())
-    zh = (ROOT / "docs" / "README.zh-CN.md").read_text()
-    assert ("RL did not raise S mode's accuracy and made the masked model overconfident" in readme
-            and "强化学习没有提高 S 模式的准确率" in zh and "过于自信" in zh)
-    assert all(f"`{m}`" in text for m in (RL_MODEL, AR_RL_MODEL) for text in (readme, zh))
-    rows = {k: {r["label"]: r["tasks"]["sudoku"] for r in rl["runs"][k]} for k in ("start", "rl")}
-    before, after = rows["start"]["S mode"], rows["rl"]["S mode"]
-    assert after["ci95"][0] <= before["ci95"][1]                       # not raised beyond the interval
-    t0, t1 = rows["start"]["threshold 0.9"], rows["rl"]["threshold 0.9"]
-    assert t1["tpf"] > t0["tpf"] and t1["accuracy"] < t0["accuracy"] - 0.1   # confident sooner, wrong more often
+    zh = "".join((ROOT / "docs" / "README.zh-CN.md").read_text().split())
+    assert ("RL has not raised S mode's accuracy" in readme and "强化学习还没有提高S模式的准确率" in zh and "过于自信" in zh)
+    assert all(f"`{m}`" in text for m in (RL_MODEL, ELBO_MODEL, AR_RL_MODEL) for text in (readme, zh))
+    rows = {k: {r["label"]: r["tasks"]["sudoku"] for r in rl["runs"][k]} for k in ("start", "rl", "rl_elbo")}
+    for k in ("rl", "rl_elbo"):                                        # S mode not raised beyond the interval
+        assert rows[k]["S mode"]["ci95"][0] <= rows["start"]["S mode"]["ci95"][1], k
+    pct = lambda k, label: f"{100 * rows[k][label]['accuracy']:.1f}%"             # noqa: E731
+    t0, t1, t2 = rows["start"]["threshold 0.9"], rows["rl_elbo"]["threshold 0.9"], rows["rl"]["threshold 0.9"]
+    assert t1["tpf"] > t0["tpf"] and t1["accuracy"] < t0["accuracy"] - 0.1   # the ELBO: confident sooner, wrong more often
+    assert t2["accuracy"] >= t0["accuracy"] - 0.01                             # the decisions: threshold 0.9 kept
+    assert rows["rl"]["threshold 0.7"]["accuracy"] < rows["start"]["threshold 0.7"]["accuracy"] - 0.01
+    said = (f"0.9: {pct('start', 'threshold 0.9')} → {pct('rl_elbo', 'threshold 0.9')}", f"({pct('rl', 'threshold 0.9')})",
+            f"0.7: {pct('start', 'threshold 0.7')} → {pct('rl', 'threshold 0.7')}")
+    assert all(f"threshold {x}" in readme or x.startswith("(") and x in readme for x in said), said
+    full = str.maketrans({":": "：", "(": "（", ")": "）", " ": None})               # Chinese punctuation, no spaces
+    assert all(x.translate(full) in zh for x in said), said
 
 
-def test_the_seeds_are_the_recipe_with_other_seeds_on_every_held_out_puzzle(rl):
-    assert sorted(rl["seeds"]) == sorted(str(s) for s in RL_SEEDS)
-    for seed, s in rl["seeds"].items():
+@pytest.mark.parametrize("model, key", [("rl", "seeds"), ("rl_elbo", "seeds_elbo")])
+def test_the_seeds_are_the_recipe_with_other_seeds_on_every_held_out_puzzle(rl, model, key):
+    assert sorted(rl[key]) == sorted(str(s) for s in RL_SEEDS)
+    for seed, s in rl[key].items():
         assert [r["label"] for r in s["runs"]] == list(SEED_LABELS), seed
         for r in s["runs"]:
             t = r["tasks"]["sudoku"]
             assert t["n"] == 600 and t["accuracy"] == round(t["correct"] / 600, 4), (seed, r["label"])
         first, last = s["reward_tenths"]
         assert 0 <= first <= 2 and 0 <= last <= 2 and s["train_seconds"] > 0
-    table = markdown_seeds(rl)
+    table = markdown_seeds(rl, model)
     assert table.count("\n") == 2 + len(RL_SEEDS)          # header, rule, seed 0 and each other seed
-    s_mode = {r["label"]: r for r in rl["runs"]["rl"]}["S mode"]["tasks"]["sudoku"]
+    s_mode = {r["label"]: r for r in rl["runs"][model]}["S mode"]["tasks"]["sudoku"]
     assert f"{100 * s_mode['accuracy']:.1f}%" in table.splitlines()[2]       # seed 0 is the committed model
+    assert seed_config(1, rl["models"][model]).seed == 1
 
 
 def test_the_keyword_run_on_shakespeare_is_the_recipe_and_its_figures_hold_together(rl):
@@ -152,9 +185,10 @@ def test_labkit_bench_rl_trains_only_the_missing_runs_and_the_bench_only_reads_t
     from labkit.cli import bench_training
 
     folders = {"curves_folder": tmp_path / "curves", "seeds_folder": tmp_path / "seeds",
-               "keyword_folder": tmp_path / "keywords"}
+               "keyword_folder": tmp_path / "keywords", "elbo_seeds_folder": tmp_path / "elbo-seeds"}
     runs = bench_rl.training_runs(**folders)
-    assert len(runs) == len(curve_configs()) + len(RL_SEEDS) + 1
+    assert len(runs) == len(curve_configs()) + 2 * len(RL_SEEDS) + 1
+    assert runs[tmp_path / "elbo-seeds" / "seed1"] == seed_config(1, ELBO_MODEL)
     done = next(iter(runs))
     done.mkdir(parents=True)
     (done / "training.json").write_text(json.dumps({"rl": {"config": {}, "history": []}}))

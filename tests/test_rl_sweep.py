@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from labkit.bench import rl_sweep
-from labkit.training.rl import CHECKPOINT
+from labkit.training.rl import CHECKPOINT, RL_RECIPES
 
 
 def test_every_run_is_the_base_with_its_own_settings():
@@ -18,6 +18,11 @@ def test_every_run_is_the_base_with_its_own_settings():
     assert rl_sweep.BASE.init_from == "tiny-sudoku" and set(rl_sweep.BASE.eval_rules) >= {"S mode", "threshold 0.9"}
     with pytest.raises(ValueError, match="run must be one of"):
         rl_sweep.config("nope")
+
+
+def test_the_committed_rl_models_recipe_is_the_run_the_search_kept():
+    """tiny-sudoku-rl's recipe is the sweep's dec-mix-kl0.2, setting for setting (docs/models.md says so)."""
+    assert rl_sweep.config("dec-mix-kl0.2") == RL_RECIPES["tiny-sudoku-rl"]
 
 
 def test_a_run_is_read_from_its_checkpoint_or_its_record(tmp_path):

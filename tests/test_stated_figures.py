@@ -969,3 +969,52 @@ def test_nb10_exercise_answers_read_their_outputs():
     assert ScratchConfig().warmup > 5                                                # "still warming up"
     says(markdown(nb, "The first steps bring the most"), f"leave the model at {b5:.2f} bits", f"bring it to {b20:.2f}",
          f"reached {bits} after {n} steps", f"minutes of training, {tiny_bits}")
+
+
+def test_nb12_says_what_the_decisions_recipe_did_as_its_outputs_show():
+    """Section 11's paragraph on tiny-sudoku-rl, section 8's 17 passes against 4 and the conclusion,
+    each read against the stored outputs and rl.json."""
+    nb, rl = notebook("12_rewards.ipynb"), result("rl.json")
+    cal = output(nb, "for name, c in cal.items():")
+    share, wrong = (float(x) for x in re.search(r"tiny-sudoku-rl: ([\d.]+)% of [\d,]+ predictions at >= 0.9, ([\d.]+)%",
+                                                  cal).groups())
+    mids = {m: [float(v) for v in re.findall(r"([\d.]+)%", line)] for m, line in
+            re.findall(r"^\s*(tiny-sudoku(?:-rl)?): accuracy in 0.5-0.6.*?: (.*)$", cal, re.M)}
+    drops = [a - b for a, b in zip(mids["tiny-sudoku"], mids["tiny-sudoku-rl"])]
+    says(markdown(nb, "whose decisions were learned, keeps the top bin"), "about 60% of the predictions at ≥ 0.9",
+         "about 0.2% of those wrong", "each lost one to two points of accuracy")
+    assert round(share) == 60 and round(wrong, 1) == 0.2 and all(0.1 <= d <= 2.0 for d in drops[:3]), (share, wrong, drops)
+
+    rows = {k: {r["label"]: r["tasks"]["sudoku"] for r in rl["runs"][k]} for k in ("start", "rl")}
+    d = {label: round(100 * (rows["rl"][label]["accuracy"] - rows["start"][label]["accuracy"]), 1) for label in rows["start"]}
+    assert all(abs(d[k]) <= 0.5 for k in ("threshold 0.9", "low-confidence", "margin", "entropy")), d
+    assert all(-4 <= d[k] <= -3 for k in ("threshold 0.7", "threshold 0.5")), d
+    s, s0 = rows["rl"]["S mode"], rows["start"]["S mode"]
+    assert s["ci95"][0] <= s0["accuracy"] <= s["ci95"][1]                            # no more puzzles beyond its interval
+    base = s0["edits"]["fixed"] / s0["edits"]["broke"]
+    seeds = [rows["rl"]["S mode"]] + [{r["label"]: r["tasks"]["sudoku"] for r in v["runs"]}["S mode"]
+                                      for v in rl["seeds"].values()]
+    assert len(seeds) == 3 and all(x["edits"]["fixed"] / x["edits"]["broke"] > base for x in seeds)
+    assert not rl["targets"]["reward_rises"]["met"]
+    says(markdown(nb, "kept what the ELBO broke only once the KL"), "within half a point", "on all three seeds",
+         "lost three to four points", "did not rise on the three seeds beyond their spread")
+
+    passes = output(nb, "cells edited per pass")
+    n = {m: int(k) for m, k in re.findall(r"^(\S+)\s+passes (\d+):", passes, re.M)}
+    assert n == {"tiny-sudoku": 4, "tiny-sudoku-rl-elbo": 17, "tiny-sudoku-rl": 4}
+    says(markdown(nb, "Why 17 passes against 4?"), "Why 17 passes against 4?")
+    from labkit.samplers.draft_edit import DraftEdit
+    assert DraftEdit.speed().max_post_steps == 16
+    says(markdown(nb, "canvases are full after its second pass"), "(`max_post_steps` = 16)", "stop after four passes")
+
+
+def test_nb13_take_aways_read_section_5_and_exercise_3():
+    nb = notebook("13_block_diffusion.ipynb")
+    table = output(nb, 'MODES = ("greedy", "S mode", "Q mode")')
+    row = next(line for line in table.splitlines() if line.startswith("tiny-block4-edit "))
+    (_, greedy), (_, s_tpf), (_, q_tpf) = re.findall(r"\] ([\d.]+) ([\d.]+)", row)      # per mode: words, TPF
+    shift = output(nb, 'print(f"with the shift')
+    w, wo = re.search(r"with the shift ([\d.]+) bits/token, without ([\d.]+)", shift).groups()
+    take = markdown(nb, "The block-causal mask, with the token shift, is the difference")
+    says(take, f"without it at {wo} bits per token, with it at {w}", f"under one token per forward pass ({s_tpf} and {q_tpf})")
+    assert float(s_tpf) < 1 and float(q_tpf) < 1

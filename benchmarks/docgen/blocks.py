@@ -107,9 +107,12 @@ def misses(result: dict) -> list[str]:
     def both(step: int) -> str:
         b, f = point(block4, step), point(full, step)
         d = b["bits_per_token"] - f["bits_per_token"]
+        noise = 2 * (b["se"] ** 2 + f["se"] ** 2) ** 0.5            # two standard errors of the difference
         return (f"at {step} steps the block-4 conversion reads {b['bits_per_token']:.3f} ± {b['se']:.3f} and "
                 f"`{FULL}`'s own recipe {f['bits_per_token']:.3f} ± {f['se']:.3f}, block 4 {abs(d):.3f} "
-                f"{'below' if d < 0 else 'above'} full attention at equal steps")
+                f"{'below' if d < 0 else 'above'} full attention at equal steps"
+                + (f", within noise (two standard errors of the difference: {noise:.3f})" if abs(d) < noise else
+                   f", beyond noise (two standard errors of the difference: {noise:.3f})"))
 
     b4_steps, full_steps, b16_steps = block4["steps"], full["steps"], RECIPES[BLOCK16].steps
     bd3lm = ", ".join(f"{ratio:.2f}× for {what}" for what, ratio in BD3LM_PPL_RATIO.items())

@@ -10,8 +10,10 @@ from labkit.bench.tasks import AR_LABEL
 from labkit.models.load import model_folder
 
 from .markdown import markdown_table
+from .targets import reward_rise, seed_tenths
 from .tasks import accuracy_cell
 
+SEED_KEYS = {"rl": "seeds", "rl_elbo": "seeds_elbo"}     # the model's key in runs → its seeds' key
 SECTION_START, SECTION_END = "<!-- rl section: benchmarks/make_rl_section.py -->", "<!-- end of rl section -->"
 
 
@@ -25,18 +27,19 @@ def _edits(s: dict) -> str:
 
 
 def markdown_rules(result: dict) -> str:
-    """Every rule before and after RL on all held-out puzzles: accuracy [95% interval] (hard), TPF,
-    edits fixed / broken; the AR twin's row last."""
-    start = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["start"]}
+    """Every rule before RL, after the control recipe (the ELBO) and after the RL model's recipe, on
+    all held-out puzzles: accuracy [95% interval] (hard), TPF, edits fixed / broken; the AR twin's row last."""
+    by = {k: {r["label"]: r["tasks"]["sudoku"] for r in result["runs"][k]} for k in ("start", "rl_elbo", "rl")}
     rows = []
     for r in result["runs"]["rl"]:
-        a, b = start[r["label"]], r["tasks"]["sudoku"]
-        rows.append([r["label"], _acc(a), f"{a['tpf']:.2f}", _edits(a), _acc(b), f"{b['tpf']:.2f}", _edits(b)])
+        rows.append([r["label"]] + [cell for k in ("start", "rl_elbo", "rl") for cell in
+                                    (_acc(by[k][r["label"]]), f"{by[k][r['label']]['tpf']:.2f}", _edits(by[k][r["label"]]))])
     a, b = result["runs"]["ar_start"]["tasks"]["sudoku"], result["runs"]["ar_rl"]["tasks"]["sudoku"]
-    rows.append([AR_LABEL, _acc(a), "1.00", "–", _acc(b), "1.00", "–"])
+    rows.append([AR_LABEL, _acc(a), "1.00", "–", "", "", "", _acc(b), "1.00", "–"])
     m = result["models"]
-    return markdown_table(["rule", f"`{m['start']}`", "TPF", "edits fixed / broke", f"`{m['rl']}` (AR row: "
-                           f"`{m['ar_rl']}`)", "TPF", "edits fixed / broke"], rows)
+    return markdown_table(["rule", f"`{m['start']}`", "TPF", "edits fixed / broke", f"`{m['rl_elbo']}` (control)", "TPF",
+                           "edits fixed / broke", f"`{m['rl']}` (AR row: `{m['ar_rl']}`)", "TPF", "edits fixed / broke"],
+                          rows)
 
 
 def markdown_curves(result: dict) -> str:
@@ -68,40 +71,70 @@ def markdown_targets(result: dict) -> str:
                             else v["value"], "yes" if v["met"] else "**no**"] for k, v in result["targets"].items()])
 
 
-def markdown_seeds(result: dict) -> str:
-    """The recipe with three seeds: seed 0 is the committed model (its rows from `runs.rl`, its
-    reward from its training record)."""
-    history = json.loads((model_folder(result["models"]["rl"]) / "training.json").read_text())["rl"]["history"]
-    zero = {"reward_tenths": reward_tenths(history), "runs": [r for r in result["runs"]["rl"] if r["label"] in SEED_LABELS]}
+def markdown_seeds(result: dict, model: str = "rl") -> str:
+    """A recipe with three seeds: seed 0 is the committed model (its rows from `runs[model]`, its
+    reward from its training record); model "rl" reads `seeds`, "rl_elbo" `seeds_elbo`."""
+    history = json.loads((model_folder(result["models"][model]) / "training.json").read_text())["rl"]["history"]
+    zero = {"reward_tenths": reward_tenths(history),
+            "runs": [r for r in result["runs"][model] if r["label"] in SEED_LABELS]}
     rows = []
-    for seed, s in {"0": zero, **result.get("seeds", {})}.items():
+    for seed, s in {"0": zero, **result.get(SEED_KEYS[model], {})}.items():
         by = {r["label"]: r["tasks"]["sudoku"] for r in s["runs"]}
         rows.append([seed, " → ".join(f"{v:.3f}" for v in s["reward_tenths"])]
                     + [f"{_acc(by[label])} at {by[label]['tpf']:.2f}" for label in SEED_LABELS] + [_edits(by["S mode"])])
     return markdown_table(["seed", "reward (first → last tenth)", *SEED_LABELS, "S-mode edits fixed / broke"], rows)
 
 
+def _ratio(s: dict) -> str:
+    e = s.get("edits", {"fixed": 0, "broke": 0})
+    return f"{e['fixed']} fixed / {e['broke']} broken ({e['fixed'] / max(1, e['broke']):.1f} per broken)"
+
+
 def what_moved(result: dict) -> str:
-    """The paragraph on what RL changed and what it did not, every figure from rl.json."""
+    """The paragraph on what the RL model's recipe changed and what it did not, every figure from
+    rl.json (and the seeds' rewards from the training records)."""
     rl = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["rl"]}
     start = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["start"]}
     s, s0 = rl["S mode"], start["S mode"]
+    overlap = "overlap" if s["ci95"][0] <= s0["ci95"][1] and s0["ci95"][0] <= s["ci95"][1] else "do not overlap"
+    moves = sorted(((round(100 * (v["accuracy"] - start[k]["accuracy"]), 1), k) for k, v in rl.items() if k != "S mode"))
+    t9, q = (start["threshold 0.9"], rl["threshold 0.9"]), (start["Q mode"], rl["Q mode"])
+    rise = reward_rise(seed_tenths(result))
+    seeds = ", ".join(f"{r:+.3f}" for r in rise["rises"])
+    verdict = ("rose by more than the seeds' spread" if rise["mean_rise"] > rise["spread"] else
+               "rose by less than the seeds' spread: within what another seed gives" if rise["mean_rise"] > 0 else
+               "did not rise")
+    return f"""What `{result['models']['rl']}` learned. S mode went from {100 * s0['accuracy']:.1f}% at TPF {s0['tpf']:.2f} to
+{100 * s['accuracy']:.1f}% at TPF {s['tpf']:.2f} (the two 95% intervals {overlap}), its edits from {_ratio(s0)}
+to {_ratio(s)}. The rules it must not spoil: threshold 0.9 {100 * t9[0]['accuracy']:.1f}% → {100 * t9[1]['accuracy']:.1f}%
+(TPF {t9[0]['tpf']:.2f} → {t9[1]['tpf']:.2f}), Q mode {100 * q[0]['accuracy']:.1f}% → {100 * q[1]['accuracy']:.1f}%;
+across all {len(moves)} other rules the changes run from {moves[0][0]:+.1f} points ({moves[0][1]}) to
+{moves[-1][0]:+.1f} ({moves[-1][1]}). The mean rollout reward (last tenth of steps minus first) per seed:
+{seeds}; their mean {rise['mean_rise']:+.3f} against a spread of {rise['spread']:.3f} between the seeds' last
+tenths: the reward {verdict}.
+"""
+
+
+def control_moved(result: dict) -> str:
+    """The control recipe (`tiny-sudoku-rl-elbo`, the ELBO): what it did, every figure from rl.json."""
+    rl = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["rl_elbo"]}
+    start = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["start"]}
+    s, s0 = rl["S mode"], start["S mode"]
     ar0, ar1 = (result["runs"][k]["tasks"]["sudoku"]["accuracy"] for k in ("ar_start", "ar_rl"))
-    run = result["curves"]["elbo"]["reward"]
-    reward = reward_tenths([{"reward": r} for r in run])
+    history = json.loads((model_folder(result["models"]["rl_elbo"]) / "training.json").read_text())["rl"]["history"]
+    reward = reward_tenths(history)
     t9 = (start["threshold 0.9"], rl["threshold 0.9"])
     lc = (start["low-confidence"]["accuracy"], rl["low-confidence"]["accuracy"])
     sooner = t9[1]["tpf"] > t9[0]["tpf"] and t9[1]["accuracy"] < t9[0]["accuracy"]
     bar = (" (its proposals cleared the bar sooner and were wrong more often: the model grew\noverconfident)"
            if sooner else "")
-    e0, e1 = s0.get("edits", {"fixed": 0, "broke": 0}), s.get("edits", {"fixed": 0, "broke": 0})
     overlap = "overlap" if s["ci95"][0] <= s0["ci95"][1] and s0["ci95"][0] <= s["ci95"][1] else "do not overlap"
     rose = "rose" if reward[1] > reward[0] + 0.01 else "did not rise"
     learned = ": the policy did not learn the reward." if reward[1] <= reward[0] + 0.01 else "."
-    return f"""What RL did, and did not, at this budget. S mode went from {100 * s0['accuracy']:.1f}% at TPF {s0['tpf']:.2f} to
-{100 * s['accuracy']:.1f}% at TPF {s['tpf']:.2f} (the two 95% intervals {overlap}), its edits from
-{e0['fixed']} fixed / {e0['broke']} broken to {e1['fixed']} / {e1['broke']}. The mean rollout reward of the recipe's run
-{rose} ({reward[0]:.3f} over its first tenth of steps, {reward[1]:.3f} over its last){learned}
+    return f"""What the control recipe did (`{result['models']['rl_elbo']}`, the ELBO of the sampled answer). S mode
+went from {100 * s0['accuracy']:.1f}% at TPF {s0['tpf']:.2f} to {100 * s['accuracy']:.1f}% at TPF {s['tpf']:.2f} (the two
+95% intervals {overlap}), its edits from {_ratio(s0)} to {_ratio(s)}. The mean rollout
+reward of its run {rose} ({reward[0]:.3f} over its first tenth of steps, {reward[1]:.3f} over its last){learned}
 Threshold 0.9 went from {100 * t9[0]['accuracy']:.1f}% at TPF {t9[0]['tpf']:.2f} to
 {100 * t9[1]['accuracy']:.1f}% at TPF {t9[1]['tpf']:.2f}{bar}; low-confidence one per step
 from {100 * lc[0]:.1f}% to {100 * lc[1]:.1f}%.
@@ -148,15 +181,17 @@ def _keyword_verdict(k: dict) -> str:
 
 
 def seeds_paragraph(result: dict) -> str:
-    """The seeds' table with its lead-in (empty without seeds)."""
-    if not result.get("seeds"):
-        return ""
-    return f"""
-The same recipe with {1 + len(result['seeds'])} seeds (seed 0 is `tiny-sudoku-rl`; every held-out puzzle, the
+    """Each recipe's seeds' table with its lead-in (empty for a recipe without seeds)."""
+    out = ""
+    for model, what in (("rl", "The RL model's recipe"), ("rl_elbo", "The control recipe")):
+        if result.get(SEED_KEYS[model]):
+            out += f"""
+{what} with {1 + len(result[SEED_KEYS[model]])} seeds (seed 0 is `{result['models'][model]}`; every held-out puzzle, the
 rules RL is judged by):
 
-{markdown_seeds(result)}
+{markdown_seeds(result, model)}
 """
+    return out
 
 
 def markdown_calibration(result: dict) -> str:
@@ -183,17 +218,37 @@ def markdown_cosine(result: dict) -> str:
 
 
 def calibration_paragraph(result: dict) -> str:
-    cal = result["calibration"]
-    a, b = cal["tiny-sudoku"], cal[result["models"]["rl"]]
-    return (f"Why the confident rules fell: confidence against accuracy on the held-out puzzles, every still-masked "
-            f"cell's top prediction at every pass of a one-per-step decoding ({a['points']:,} predictions per model; "
-            f"`labkit.eval.calibration`). Each cell: the bin's accuracy (its share of the predictions). After RL, "
-            f"{100 * b['confident_share']:.0f}% of the predictions sit at ≥ 0.9 (before: {100 * a['confident_share']:.0f}%) "
-            f"and {100 * b['confident_wrong']:.1f}% of those are wrong (before: {100 * a['confident_wrong']:.2f}%): a "
-            f"threshold of 0.9 commits what it used to hold."
+    cal, m = result["calibration"], result["models"]
+    a, b = cal["tiny-sudoku"], cal[m["rl_elbo"]]
+    c = cal.get(m["rl"])
+    return (f"Why the confident rules fell under the control recipe: confidence against accuracy on the held-out "
+            f"puzzles, every still-masked cell's top prediction at every pass of a one-per-step decoding "
+            f"({a['points']:,} predictions per model; `labkit.eval.calibration`). Each cell: the bin's accuracy (its "
+            f"share of the predictions). After the ELBO run, {100 * b['confident_share']:.0f}% of the predictions sit at "
+            f"≥ 0.9 (before: {100 * a['confident_share']:.0f}%) and {100 * b['confident_wrong']:.1f}% of those are wrong "
+            f"(before: {100 * a['confident_wrong']:.2f}%): a threshold of 0.9 commits what it used to hold."
             + (f" The ECE, an average gap over all bins, fell ({a['ece']:.3f} → {b['ece']:.3f}): it hides the top bin a "
                f"threshold reads." if b["ece"] < a["ece"] else "")
+            + (decisions_calibration(result) if c else "")
             + f"\n\n{markdown_calibration(result)}\n")
+
+
+def decisions_calibration(result: dict) -> str:
+    """The RL model's calibration against the start's: the top bin the 0.9 threshold reads, and the
+    middle bins (0.5–0.9) where its rollouts' S and Q modes decided (thresholds 0.5 and 0.7)."""
+    cal, m = result["calibration"], result["models"]
+    a, c = cal["tiny-sudoku"], cal[m["rl"]]
+    by_a, by_c = ({b["lo"]: b for b in x["bins"]} for x in (a, c))
+    mid = [lo for lo in (0.5, 0.6, 0.7, 0.8) if lo in by_a and lo in by_c]
+    moves = ", ".join(f"{lo:.1f}–{lo + 0.1:.1f} {100 * (by_c[lo]['accuracy'] - by_a[lo]['accuracy']):+.1f}" for lo in mid)
+    rows = {k: {r["label"]: r["tasks"]["sudoku"]["accuracy"] for r in result["runs"][k]} for k in ("start", "rl")}
+    drop = ", ".join(f"{t} {100 * (rows['rl'][t] - rows['start'][t]):+.1f}" for t in ("threshold 0.9", "threshold 0.7",
+                                                                                     "threshold 0.5") if t in rows["rl"])
+    return (f" `{m['rl']}`, its decisions learned under a KL to the start: {100 * c['confident_share']:.0f}% of its "
+            f"predictions at ≥ 0.9 with {100 * c['confident_wrong']:.2f}% of those wrong (`tiny-sudoku`: "
+            f"{100 * a['confident_share']:.0f}%, {100 * a['confident_wrong']:.2f}%). Its "
+            f"middle bins, where its rollouts decided (S mode commits at 0.5, Q mode at 0.7), moved in accuracy by "
+            f"{moves} points; the threshold rules that read them moved with them ({drop} points).")
 
 
 def cosine_paragraph(result: dict) -> str:
@@ -207,31 +262,39 @@ def cosine_paragraph(result: dict) -> str:
 def models_section(result: dict) -> str:
     """The whole section, markers included."""
     c = next(iter(result["curves"].values()))["config"]
+    rc, m = json.loads((model_folder(result["models"]["rl"]) / "training.json").read_text())["rl"]["config"], result["models"]
     missed = [k.replace("_", " ") for k, v in result["targets"].items() if not v["met"]]
     n_eval = c["eval_items"]
     noise = (result["gradient_noise"] or [{"reference_draws": 0, "single_draws": 0}])[0]
     return f"""{SECTION_START}
 ## Rewards: reinforcement learning with exact rewards on the Sudoku pair
 
-`labkit.training.rl` is GRPO as the diffusion-LM papers adapt it: per step, {c['questions']} training-split
-puzzles (`labkit.training.rewards.training_question`, never a held-out grid) decoded {c['group']} times each
-by the rule being trained (for `tiny-sudoku-rl`, S mode sampled at a temperature: its drafts and its
-edits are the actions), the exact reward of each answer (the share of blanks right + 1 if solved),
-advantages normalised within each puzzle's group, and a clipped ratio over several inner updates
-with an exact KL to the starting model. A diffusion LM's log-likelihood of its answer is
-intractable, so the ratio is taken on a surrogate: diffu-GRPO's one-pass estimate, ESPO's
-sequence-level ELBO, LLaDA2.1's block-level ELBO (EBPO), or, for the AR twin, its exact log p.
-Recipes: `labkit.training.rl.RL_RECIPES` (`labkit train-rl --recipe NAME`); measured with
-`labkit bench rl --out benchmarks/results` (→ `benchmarks/results/rl.json`).
+`labkit.training.rl` is GRPO as the diffusion-LM papers adapt it: per step, training-split puzzles
+(`labkit.training.rewards.training_question`, never a held-out grid) decoded several times each by
+the rule being trained, the exact reward of each answer (the share of blanks right + 1 if solved),
+advantages within each puzzle's group, and a clipped ratio over inner updates with an exact KL to
+the starting model. What the ratio is taken on is the recipe's choice. `{m['rl']}` learns its
+decisions: S mode (and, for half of each draw's puzzles, Q mode) with greedy tokens and each commit
+and edit drawn as a Bernoulli decision around its threshold (p = sigmoid((confidence − threshold) /
+{rc['decision_temperature']})), the exact log-probabilities of those decisions replayed from the trace (the
+"decisions" surrogate: no Monte Carlo), {rc['questions']} hard puzzles ({rc['clues'][0]}–{rc['clues'][1]} clues) × {rc['group']}
+rollouts a step with dynamic sampling, clip {rc['clip']} / {rc['clip_high']}, advantages centred, lr {rc['lr']:g}, KL
+{rc['kl']} to the start, {rc['steps']} steps: the recipe the search above found. `{m['rl_elbo']}`, the control, is the
+first recipe: S mode sampled at a temperature, ESPO's sequence-level ELBO of each answer as the
+surrogate (the alternatives: diffu-GRPO's one-pass estimate, LLaDA2.1's block-level ELBO (EBPO);
+for the AR twin, its exact log p). Recipes: `labkit.training.rl.RL_RECIPES`
+(`labkit train-rl --recipe NAME`); measured with `labkit bench rl --out benchmarks/results`
+(→ `benchmarks/results/rl.json`).
 
-Every rule on all 600 held-out puzzles before (`tiny-sudoku`'s rows of tasks.json) and after RL
-(95% Wilson intervals; hard = 10–12 clues; edits: cells made right / made wrong):
+Every rule on all 600 held-out puzzles before (`tiny-sudoku`'s rows of tasks.json) and after each
+recipe (95% Wilson intervals; hard = 10–12 clues; edits: cells made right / made wrong):
 
 {markdown_rules(result)}
 
 {what_moved(result)}
+{control_moved(result)}
 {seeds_paragraph(result)}{keywords_paragraph(result)}
-The surrogates side by side at the same compute (one recipe, only the surrogate changed; greedy
+The control recipe's surrogates side by side at the same compute (only the surrogate changed; greedy
 evaluations on {n_eval} held-out puzzles during training, a third of each level):
 
 {markdown_curves(result)}

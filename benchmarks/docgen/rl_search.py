@@ -3,8 +3,13 @@ read from benchmarks/results/rl_sweep.json (`labkit bench rl-sweep`) and learned
 (`labkit bench learned-policy`); tests/test_rl_search_results.py reads it back."""
 from __future__ import annotations
 
+from labkit.bench.rl import RL_MODEL
+from labkit.bench.rl_sweep import SWEEP, config
+from labkit.training.rl_config import RL_RECIPES
+
 from .markdown import markdown_table
 from .rl import SECTION_START as BEFORE  # the section goes just before the RL one
+from .targets import reward_rise
 
 SECTION_START, SECTION_END = "<!-- rl search section: python -m benchmarks.docgen -->", "<!-- end of rl search section -->"
 WATCHED = ("S mode", "threshold 0.9", "Q mode", "low-confidence")
@@ -51,6 +56,14 @@ def reading(sweep: dict) -> str:
         accs = [e["threshold 0.9"]["accuracy"] for e in c["evals"]]
         text += (f" Without any reward signal, `{c['name']}` (the same updates on shuffled rewards) read threshold 0.9 between "
                  f"{100 * min(accs):.1f}% and {100 * max(accs):.1f}% over its {len(accs)} evaluations.")
+    kept = [r["name"] for r in sweep["runs"] if r["name"] in SWEEP and config(r["name"]) == RL_RECIPES[RL_MODEL]]
+    if kept:
+        held = [r["name"] for r in sweep["runs"] if not r["settings"].get("control") and f"`{r['name']}` (" not in
+                " ".join(fell)]
+        why = (f" (the {'only ' if held == kept else ''}run that learned from the reward and kept threshold 0.9 within a point)"
+               if kept[0] in held else "")
+        text += (f" The recipe kept: `{kept[0]}`{why}, trained again with three seeds and evaluated on all 600 "
+                 f"puzzles as `{RL_MODEL}` (below, \"Rewards\").")
     return text
 
 
@@ -58,11 +71,7 @@ def seed_rise(policy: dict) -> dict:
     """The reward's rise over the three seeds: each seed's last-tenth minus first-tenth mean, their
     mean, and the spread (greatest minus least) of the seeds' last-tenth means."""
     t = policy["tenths"]
-    runs = [t["run"]] + [t[k] for k in sorted(t) if k.startswith("seed")]
-    rises = [r[1] - r[0] for r in runs]
-    last = [r[1] for r in runs]
-    return {"rises": [round(x, 4) for x in rises], "mean_rise": round(sum(rises) / len(rises), 4),
-            "spread": round(max(last) - min(last), 4)}
+    return reward_rise([t["run"][:2]] + [t[k][:2] for k in sorted(t) if k.startswith("seed")])   # [reward first, last]
 
 
 def frontier(policy: dict, lo: str = "threshold 0.9", hi: str = "factor 1.0") -> str:

@@ -4,11 +4,15 @@ read them; the task models' cards and notebook 11 call task_targets), and the li
 the docs hold the results against."""
 from __future__ import annotations
 
+import json
+
 from labkit.bench.block_tables import PAIRS, behind_points, point, sudoku_behind
+from labkit.bench.rl import reward_tenths
 from labkit.bench.task_convert import CONFIDENCE
 from labkit.bench.task_convert import CONVERTED as SUDOKU
 from labkit.bench.task_tables import accuracy, best_order, pct, seed_spread
 from labkit.bench.tasks import AR_LABEL, PARALLEL
+from labkit.models.load import model_folder
 
 # --- issue 41: block diffusion and conversion from tiny-ar (blocks.json) ------------------------------
 BLOCK4, BLOCK16, FULL, AR = "tiny-block4-from-ar", "tiny-block16", "tiny", "tiny-ar"
@@ -65,9 +69,22 @@ ORDER_DROP = -0.005                  # the confident orders after RL, at most th
 CONFIDENT_ORDERS = ("low-confidence", "margin", "entropy")
 
 
-def rl_targets(after: list[dict], before: list[dict], ar_after: dict | None) -> dict:
+OTHER_RULES_DROP = -0.01             # issue 51: every rule but S mode after RL, at most 1 point below the start's
+
+
+def reward_rise(tenths: list[list[float]]) -> dict:
+    """Issue 51's "the reward rises": over the seeds' [first tenth, last tenth] mean rollout rewards,
+    the mean rise (last − first) against the spread (greatest − least) of the seeds' last tenths."""
+    rises = [last - first for first, last in tenths]
+    lasts = [last for _, last in tenths]
+    return {"rises": [round(r, 4) for r in rises], "mean_rise": round(sum(rises) / len(rises), 4),
+            "spread": round(max(lasts) - min(lasts), 4)}
+
+
+def rl_targets(after: list[dict], before: list[dict], ar_after: dict | None, tenths: list | None = None) -> dict:
     """RL's targets on the held-out puzzles, each {target, value, met}: `after` and `before` are the
-    masked model's rows (run_pair) after and before RL, `ar_after` the AR twin's row after RL."""
+    masked model's rows (run_pair) after and before RL, `ar_after` the AR twin's row after RL, `tenths`
+    each seed's mean rollout reward over its first and last tenth of steps (None: not judged)."""
     acc = {r["label"]: r["tasks"]["sudoku"] for r in after}
     base = {r["label"]: r["tasks"]["sudoku"] for r in before}
     s = acc["S mode"]
@@ -76,6 +93,9 @@ def rl_targets(after: list[dict], before: list[dict], ar_after: dict | None) -> 
     rivals = [(m, label, v) for m, rows in (("rl", acc), ("start", base)) for label, v in rows.items()
               if label.startswith(("threshold", "factor")) and v["tpf"] >= s["tpf"] and v["accuracy"] > s["accuracy"]]
     orders = {label: round(acc[label]["accuracy"] - base[label]["accuracy"], 4) for label in CONFIDENT_ORDERS}
+    others = {label: round(v["accuracy"] - base[label]["accuracy"], 4) for label, v in acc.items() if label != "S mode"}
+    worst = min(others, key=others.get)
+    rise = reward_rise(tenths) if tenths else None
     return {
         "s_mode_overall": {"target": f">= {S_MODE_ACCURACY}", "value": s["accuracy"],
                            "met": s["accuracy"] >= S_MODE_ACCURACY},
@@ -89,15 +109,27 @@ def rl_targets(after: list[dict], before: list[dict], ar_after: dict | None) -> 
                                "met": not rivals},
         "confident_orders_kept": {"target": f">= {ORDER_DROP} each (RL model minus tiny-sudoku)", "value": orders,
                                   "met": all(v >= ORDER_DROP for v in orders.values())},
+        "other_rules_within_1_point": {"target": f">= {OTHER_RULES_DROP} each but S mode (RL model minus tiny-sudoku)",
+                                       "value": {worst: others[worst]}, "met": others[worst] >= OTHER_RULES_DROP},
+        **({"reward_rises": {"target": "mean rise of the seeds (last tenth − first) > the spread of their last tenths",
+                             "value": rise, "met": rise["mean_rise"] > rise["spread"]}} if rise else {}),
         "ar_twin": {"target": "reported", "value": ar_after["tasks"]["sudoku"]["accuracy"] if ar_after else None,
                     "met": ar_after is not None},
     }
 
 
+def seed_tenths(result: dict) -> list[list[float]]:
+    """The RL model's recipe's reward tenths per seed: seed 0 from the committed model's training
+    record, the others from rl.json's seeds."""
+    history = json.loads((model_folder(result["models"]["rl"]) / "training.json").read_text())["rl"]["history"]
+    return [reward_tenths(history)] + [s["reward_tenths"] for s in result.get("seeds", {}).values()]
+
+
 def judge_rl(result: dict) -> dict:
-    """rl.json's targets from its rows (the RL model's, tiny-sudoku's, the AR twin's after RL)."""
+    """rl.json's targets from its rows (the RL model's, tiny-sudoku's, the AR twin's after RL) and
+    the RL model's seeds' rewards."""
     runs = result["runs"]
-    return rl_targets(runs["rl"], runs["start"], runs["ar_rl"])
+    return rl_targets(runs["rl"], runs["start"], runs["ar_rl"], seed_tenths(result))
 
 
 # --- issue 32: the task model pairs (tasks.json, task_seeds.json, the models' sizes) ------------------

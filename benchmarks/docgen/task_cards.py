@@ -96,6 +96,16 @@ def _model_lines(model: str, folder: Path, training: dict, cfgm: dict) -> list[s
     ]
 
 
+def _rollout_words(c: dict) -> str:
+    """How the rollouts decode: the rule (and the second rule of a mixed batch), the tokens' temperature
+    and, for a learned decoding policy, its Bernoulli decisions."""
+    rules = f"`{c['rule']}`" + (f" (half of each draw's questions by `{c['mix_rule']}`)" if c.get("mix_rule") else "")
+    if c.get("decision_temperature"):
+        return (f"{rules} with greedy tokens and each commit and edit a Bernoulli decision "
+                f"(sigmoid((p − threshold) / {c['decision_temperature']}))")
+    return f"{rules} at temperature {c['temperature']}"
+
+
 def _rl_lines(model: str, training: dict) -> list[str]:
     """What RL did after the recipe above (labkit.training.rl), from training.json's "rl" record."""
     rl = training.get("rl")
@@ -108,11 +118,15 @@ def _rl_lines(model: str, training: dict) -> list[str]:
              f"- Starting policy `{c['init_from']}` (its recipe above), also the KL reference. Rollouts: "
              f"{c['questions']} training-split {c['task']} questions"
              + (f" of {c['clues'][0]}–{c['clues'][1]} clues" if c["task"] == "sudoku" else "")
-             + f" × {c['group']} decodings by `{c['rule']}` at temperature {c['temperature']} per step; reward: the "
-             "share of the answer right + 1 if exact (`labkit.training.rewards`); advantages normalised per group.",
+             + f" × {c['group']} decodings per step by {_rollout_words(c)}; reward: the share of the answer right "
+             f"+ 1 if exact (`labkit.training.rewards`); advantages "
+             + ("normalised per group" if c.get("scale_rewards", True) else "centred per group (no std division)")
+             + (f"; dynamic sampling (only groups whose rewards differ, at most {c['max_draws']} draws a step)"
+                if c.get("dynamic_sampling") else "") + ".",
              f"- Likelihood surrogate `{c['surrogate']}`" + (f" (+ {c['kept_weight']} × the kept tokens' log p)"
                                                              if c.get("kept_weight") else "")
-             + f"; {c['inner_steps']} clipped updates (ε {c['clip']}) per batch, KL weight {c['kl']}, AdamW lr "
+             + f"; {c['inner_steps']} clipped updates (ε {c['clip']}"
+             + (f", upper {c['clip_high']}" if c.get("clip_high") else "") + f") per batch, KL weight {c['kl']}, AdamW lr "
              f"{c['lr']}, {c['steps']} steps; seed {c['seed']}.",
              f"- Time: {rl['train_seconds'] / 60:.1f} min on one CPU thread. Mean reward over the first {k} steps "
              f"{mean(hist[:k], 'reward'):.3f} (solved {mean(hist[:k], 'solved'):.0%}), over the last {k} "

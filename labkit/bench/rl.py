@@ -2,14 +2,16 @@
 
     labkit bench rl --out benchmarks/results            # → rl.json (trains what is missing first)
 
-- `runs`: the RL policies (`labkit.training.rl.RL_RECIPES`) under every rule of `bench.tasks.RULES`
-  on all 600 held-out puzzles, beside the starting models' rows of tasks.json (same items, same
-  rules, measured before RL); the AR twin after RL under its exact likelihood;
+- `runs`: the RL policies (`labkit.training.rl.RL_RECIPES`: `tiny-sudoku-rl`, its decisions learned,
+  and `tiny-sudoku-rl-elbo`, the first recipe kept as the control) under every rule of
+  `bench.tasks.RULES` on all 600 held-out puzzles, beside the starting models' rows of tasks.json
+  (same items, same rules, measured before RL); the AR twin after RL under its exact likelihood;
 - `curves`: the reward and the greedy held-out evaluations against steps and seconds for each
-  surrogate at the same compute (`curve_configs`: one recipe, only the surrogate changed);
+  surrogate at the same compute (`curve_configs`: the ELBO recipe, only the surrogate changed);
 - `gradient_noise`: for one batch of S-mode rollouts, how close one draw's policy gradient is to
   the same surrogate's many-draw mean (cosine), per surrogate;
-- `seeds`: the recipe with other seeds; `keywords`: RL on Shakespeare with a keyword reward.
+- `seeds` / `seeds_elbo`: each recipe with other seeds; `keywords`: RL on Shakespeare with a keyword
+  reward.
 
 This module measures runs that are already trained (`training_runs` names them; `labkit bench rl`
 trains the missing ones first, labkit/cli/bench_rl.py). The issue's targets are judged from the rows
@@ -40,19 +42,21 @@ from ..training.rl import (
     policy_gradient,
     rollout,
     rollout_rule,
+    same_config,
     step_questions,
 )
 from .samplers import per_prompt, text_figures
-from .tasks import AR_LABEL, ONE_PER_STEP, run_pair
+from .tasks import AR_LABEL, ONE_PER_STEP, SOLVER_LABEL, run_pair
 
 __all__ = ["AR_RL_MODEL", "bench_rl", "calibration", "CALIBRATION_MODELS", "COSINE_CONFIG", "cosine_table", "curve_configs",
-           "CURVE_RUNS", "curves", "keyword_config", "keyword_eval", "KEYWORD_RUN", "keyword_runs", "noise_table",
-           "read_run", "reward_tenths", "RL_MODEL", "RL_SEEDS", "seed_config", "SEED_LABELS", "SEED_RUNS", "seed_runs",
-           "text_table", "training_runs"]
+           "CURVE_RUNS", "curves", "ELBO_MODEL", "ELBO_SEED_RUNS", "keyword_config", "keyword_eval", "KEYWORD_RUN",
+           "keyword_runs", "noise_table", "read_run", "reward_tenths", "RL_MODEL", "RL_SEEDS", "seed_config", "SEED_LABELS",
+           "SEED_RUNS", "seed_runs", "text_table", "training_runs"]
 
-RL_MODEL, AR_RL_MODEL = "tiny-sudoku-rl", "tiny-sudoku-ar-rl"
+RL_MODEL, ELBO_MODEL, AR_RL_MODEL = "tiny-sudoku-rl", "tiny-sudoku-rl-elbo", "tiny-sudoku-ar-rl"
 CURVE_RUNS = Path("runs") / "rl-curves"
-SEED_RUNS = Path("runs") / "rl-seeds"
+SEED_RUNS = Path("runs") / "rl-seeds"             # tiny-sudoku-rl's recipe, seeds RL_SEEDS
+ELBO_SEED_RUNS = Path("runs") / "rl-seeds-elbo"   # the control recipe's
 RL_SEEDS = (1, 2)                       # beside the committed model's seed 0
 SEED_LABELS = ("low-confidence", "threshold 0.9", "factor 1.0", "S mode", "Q mode")
 KEYWORD_RUN = Path("runs") / "rl-keywords"
@@ -67,23 +71,25 @@ def keyword_config() -> RLConfig:
 
 
 def curve_configs() -> dict[str, RLConfig]:
-    """label → RLConfig: tiny-sudoku-rl's recipe with the ELBO and with the one-pass surrogate (no
-    block_elbo run: Sudoku decodes as one block, where EBPO is the ELBO itself)."""
-    base = RL_RECIPES[RL_MODEL]
+    """label → RLConfig: tiny-sudoku-rl-elbo's recipe with the ELBO and with the one-pass surrogate
+    (no block_elbo run: Sudoku decodes as one block, where EBPO is the ELBO itself)."""
+    base = RL_RECIPES[ELBO_MODEL]
     return {"elbo": dataclasses.replace(base, surrogate="elbo"),
             "one_pass": dataclasses.replace(base, surrogate="one_pass", kept_weight=0.0)}
 
 
-def seed_config(seed: int) -> RLConfig:
-    """tiny-sudoku-rl's recipe with another seed."""
-    return dataclasses.replace(RL_RECIPES[RL_MODEL], seed=seed)
+def seed_config(seed: int, model: str = RL_MODEL) -> RLConfig:
+    """`model`'s recipe with another seed."""
+    return dataclasses.replace(RL_RECIPES[model], seed=seed)
 
 
 def training_runs(curves_folder: str | Path = CURVE_RUNS, seeds_folder: str | Path = SEED_RUNS, seeds=RL_SEEDS,
-                  keyword_folder: str | Path = KEYWORD_RUN) -> dict[Path, RLConfig]:
+                  keyword_folder: str | Path = KEYWORD_RUN,
+                  elbo_seeds_folder: str | Path = ELBO_SEED_RUNS) -> dict[Path, RLConfig]:
     """Every run bench_rl reads beside the committed models: folder → the RLConfig it trains."""
     return {**{Path(curves_folder) / label: cfg for label, cfg in curve_configs().items()},
             **{Path(seeds_folder) / f"seed{seed}": seed_config(seed) for seed in seeds},
+            **{Path(elbo_seeds_folder) / f"seed{seed}": seed_config(seed, ELBO_MODEL) for seed in seeds},
             Path(keyword_folder): keyword_config()}
 
 
@@ -143,23 +149,24 @@ def reward_tenths(history: list[dict]) -> list[float]:
     return [round(sum(h["reward"] for h in history[:k]) / k, 4), round(sum(h["reward"] for h in history[-k:]) / k, 4)]
 
 
-def seed_runs(folder: str | Path = SEED_RUNS, seeds=RL_SEEDS, n: int | None = None, log=None) -> dict:
-    """tiny-sudoku-rl's recipe with other seeds (each run trained in folder/seedK): per seed, its
-    reward over the first and last tenth of steps and SEED_LABELS's rows on the held-out puzzles."""
+def seed_runs(folder: str | Path = SEED_RUNS, seeds=RL_SEEDS, n: int | None = None, log=None,
+              model: str = RL_MODEL) -> dict:
+    """`model`'s recipe with other seeds (each run trained in folder/seedK): per seed, its reward
+    over the first and last tenth of steps and SEED_LABELS's rows on the held-out puzzles."""
     out = {}
     for seed in seeds:
         run = Path(folder) / f"seed{seed}"
         rec = read_run(run)
-        if rec["config"]["seed"] != seed:
-            raise ValueError(f"{run} holds a run of seed {rec['config']['seed']}, not {seed}")
+        if not same_config(rec["config"], seed_config(seed, model)):
+            raise ValueError(f"{run} holds another run than {model}'s recipe with seed {seed}")
         out[str(seed)] = {"reward_tenths": reward_tenths(rec["history"]), "train_seconds": rec["train_seconds"],
                           "runs": run_pair("sudoku", load(str(run)), labels=SEED_LABELS, n=n, log=log)}
     return out
 
 
 def noise_table(lm, seed: int = 0, reference_draws: int = 32, single_draws: int = 8) -> list[dict]:
-    """gradient_noise of each masked surrogate on one batch of tiny-sudoku-rl's recipe's rollouts."""
-    cfg = RL_RECIPES[RL_MODEL]
+    """gradient_noise of each masked surrogate on one batch of tiny-sudoku-rl-elbo's recipe's rollouts."""
+    cfg = RL_RECIPES[ELBO_MODEL]
     rolls = rollout(lm, step_questions(cfg, 0), rollout_rule(cfg), cfg.group, seed)
     adv = group_advantages(rolls.reward, cfg.group)
     keep = adv.abs() > 0
@@ -180,7 +187,7 @@ def noise_table(lm, seed: int = 0, reference_draws: int = 32, single_draws: int 
 
 COSINE_CONFIG = RLConfig(init_from="tiny-sudoku", rule="speed", temperature=1.0, surrogate="trajectory", questions=16,
                          group=8, clues=(10, 13))    # the batch the start gradients are compared on
-CALIBRATION_MODELS = ("tiny-sudoku", RL_MODEL)         # confidence against accuracy, before and after RL
+CALIBRATION_MODELS = ("tiny-sudoku", ELBO_MODEL, RL_MODEL)   # confidence against accuracy, before and after RL
 
 
 def calibration(models=CALIBRATION_MODELS, n: int | None = None) -> dict:
@@ -218,21 +225,24 @@ def bench_rl(tasks_json: str | Path, n: int | None = None, curves_folder: str | 
     """The whole comparison (see the module docstring): the committed RL models against the
     starting pair's rows of tasks.json, and the runs of `training_runs`, read."""
     before_all = json.loads(Path(tasks_json).read_text())["pairs"]["sudoku"]["runs"]
-    before = [r for r in before_all if r["label"] != AR_LABEL]
+    before = [r for r in before_all if r["label"] not in (AR_LABEL, SOLVER_LABEL)]   # the masked model's rules
     ar_before = next(r for r in before_all if r["label"] == AR_LABEL)
-    lm, ar = load(RL_MODEL), load(AR_RL_MODEL)
-    runs = run_pair("sudoku", lm, ar, n=n, log=log)
+    labels = [r["label"] for r in before] + [AR_LABEL]                  # the rows measured before RL
+    runs = run_pair("sudoku", load(RL_MODEL), load(AR_RL_MODEL), n=n, labels=labels, log=log)
     after = [r for r in runs if r["label"] != AR_LABEL]
     ar_after = next(r for r in runs if r["label"] == AR_LABEL)
     start = load("tiny-sudoku")
-    return {"models": {"rl": RL_MODEL, "start": "tiny-sudoku", "ar_rl": AR_RL_MODEL, "ar_start": "tiny-sudoku-ar"},
+    return {"models": {"rl": RL_MODEL, "rl_elbo": ELBO_MODEL, "start": "tiny-sudoku", "ar_rl": AR_RL_MODEL,
+                       "ar_start": "tiny-sudoku-ar"},
             "items_per_task": n or "all", "one_per_step": list(ONE_PER_STEP),
-            "runs": {"rl": after, "start": before, "ar_rl": ar_after, "ar_start": ar_before},
+            "runs": {"rl": after, "rl_elbo": run_pair("sudoku", load(ELBO_MODEL), n=n, labels=labels[:-1], log=log),
+                     "start": before, "ar_rl": ar_after, "ar_start": ar_before},
             "curves": curves(curves_folder),
             "gradient_noise": noise_table(start) if noise else [],
             "gradient_cosine": cosine_table(start) if noise else {},
             "calibration": calibration(n=n),
             "seeds": seed_runs(n=n, log=log),
+            "seeds_elbo": seed_runs(ELBO_SEED_RUNS, n=n, log=log, model=ELBO_MODEL),
             "keywords": keyword_runs()}
 
 
@@ -240,7 +250,7 @@ def text_table(result: dict) -> str:
     """Every rule's accuracy and TPF before and after: the command's printout (bench_rl judges no
     targets; benchmarks/make_rl_section.py judges them from these rows)."""
     lines = []
-    for label in ("start", "rl"):
+    for label in ("start", "rl_elbo", "rl"):
         for row in result["runs"][label]:
             s = row["tasks"]["sudoku"]
             lines.append(f"{result['models'][label]:>16} {row['label']:>22}: {s['accuracy']:.3f} TPF {s['tpf']:.2f}")

@@ -21,7 +21,7 @@ EMBEDDED = {name: name for name in (                   # name → folder under l
     "tiny", "tiny-ar", "tiny-cap",                                                   # Shakespeare
     "tiny-sudoku", "tiny-sudoku-ar", "tiny-sudoku-ar-solver",                        # labkit.tasks
     "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar",
-    "tiny-sudoku-rl", "tiny-sudoku-ar-rl",                                           # after RL
+    "tiny-sudoku-rl", "tiny-sudoku-rl-elbo", "tiny-sudoku-ar-rl",                    # after RL
     "tiny-sudoku-from-ar",                                                           # converted from its AR twin
     "tiny-block4-from-ar", "tiny-block4", "tiny-block16", "tiny-block4-edit")}       # block diffusion
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
