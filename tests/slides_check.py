@@ -4,9 +4,11 @@
 Opens each deck that `labkit slides` built (file://, offline: reveal.js, require.js and MathJax sit
 beside the decks) in Debian's chromium through playwright and, per deck, counts its slides and
 visits every one, counting the slides whose content overflows the slide (taller or wider than the
-slide's own size, or a printed table wider than its box), the images that did not load, and any
-formula MathJax could not typeset. Screenshots of the first slide and of each overflowing one go to
---shots. Exit 1 if a deck has no slide, an overflow or a broken figure.
+slide's own size, or a printed table wider than its box), the images that did not load, any
+formula MathJax could not typeset, the slides that show a picture and the placeholders of live
+widgets. Screenshots of the first slide and of each overflowing one go to --shots. Exit 1 if a deck
+has no slide, an overflow, a broken figure, or fewer slides with a picture than its stops' stored
+outputs hold pictures (a placeholder standing where a PNG is stored).
 
     python tests/slides_check.py [--decks build/slides] [--chromium /usr/bin/chromium]
 """
@@ -24,9 +26,29 @@ MEASURE = """(sizes) => {
   const s = Reveal.getCurrentSlide();
   const pres = [...s.querySelectorAll('pre')].filter(p => p.scrollWidth > p.clientWidth + 1).length;
   const imgs = [...s.querySelectorAll('img')].filter(i => !(i.complete && i.naturalWidth > 0)).length;
-  return {tall: s.scrollHeight > sizes.height + 1, wide: s.scrollWidth > sizes.width + 1, pres, imgs,
-          merror: s.querySelectorAll('mjx-merror').length, text: s.innerText.slice(0, 80)};
-}"""
+  const shown = [...s.querySelectorAll('img')].filter(i => i.complete && i.naturalWidth > 0).length;
+  return {tall: s.scrollHeight > sizes.height + 1, wide: s.scrollWidth > sizes.width + 1, pres, imgs, shown,
+          placeholder: s.innerText.includes(PLACEHOLDER), merror: s.querySelectorAll('mjx-merror').length,
+          text: s.innerText.slice(0, 80)};
+}""".replace("PLACEHOLDER", json.dumps("(a live widget or interactive figure: run"))
+
+
+def stored_pictures(path: Path) -> int:
+    """How many pictures the stored outputs of a deck's stops hold (image/png), from the notebooks the
+    deck was built from: session-1.html is session 1's English deck, session-1.zh-CN.html its Chinese."""
+    from labkit.course.route import ROUTE, session_stops
+    from labkit.course.slides import stop_parts
+
+    session, _, lang = path.stem.removeprefix("session-").partition(".")
+    folder = ROOT / "notebooks"
+    n = 0
+    for s in session_stops(session):
+        if ROUTE[s].notebook is None:
+            continue
+        for kind, x in stop_parts(ROUTE[s].notebook, ROUTE[s].shown, folder, folder / lang if lang else None):
+            if kind != "markdown":
+                n += sum("image/png" in o.get("data", {}) for o in x.outputs)
+    return n
 
 
 def check_deck(page, path: Path, shots: Path) -> dict:
@@ -36,7 +58,7 @@ def check_deck(page, path: Path, shots: Path) -> dict:
     page.evaluate("() => MathJax.startup.promise")
     sizes = page.evaluate("() => ({width: Reveal.getConfig().width, height: Reveal.getConfig().height})")
     total = page.evaluate("() => Reveal.getTotalSlides()")
-    over, broken = [], []
+    over, broken, pictures, placeholders = [], [], 0, 0
     for k in range(total):
         page.evaluate(f"() => Reveal.slide({k})")
         m = page.evaluate(MEASURE, sizes)
@@ -46,13 +68,17 @@ def check_deck(page, path: Path, shots: Path) -> dict:
                 page.screenshot(path=str(shots / f"{path.stem}-{k + 1}.png"))
         if m["imgs"] or m["merror"]:
             broken.append({"slide": k + 1, **m})
+        pictures += m["shown"] > 0
+        placeholders += m["placeholder"]
         if k == 0:
             page.screenshot(path=str(shots / f"{path.stem}-1.png"))
+    stored = stored_pictures(path)
     problems = ([f"{len(over)} slide(s) overflow: {[o['slide'] for o in over]}"] if over else []) + \
                ([f"{len(broken)} slide(s) with a broken figure or formula: {[b['slide'] for b in broken]}"]
-                if broken else []) + ([] if total else ["no slides"])
-    return {"deck": path.name, "slides": total, "overflowing": len(over), "details": over + broken,
-            "problems": problems}
+                if broken else []) + ([] if total else ["no slides"]) + \
+               ([f"{pictures} slide(s) show a picture, the stops' stored outputs hold {stored}"] if pictures < stored else [])
+    return {"deck": path.name, "slides": total, "overflowing": len(over), "with_pictures": pictures,
+            "stored_pictures": stored, "placeholders": placeholders, "details": over + broken, "problems": problems}
 
 
 def main(argv=None) -> int:

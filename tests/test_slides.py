@@ -36,7 +36,30 @@ def test_every_session_has_a_deck_with_its_stops(decks):
         shown = [k for k in stops if ROUTE[k].notebook]
         assert [c.source.split(" · ")[0] for c in deck.cells if c.source.startswith("## ") and " · " in
                 c.source.splitlines()[0] and c.source[3:6] in shown] == [f"## {k}" for k in shown]
-        assert all(c.metadata["slideshow"]["slide_type"] == "slide" for c in deck.cells)
+        assert all(c.metadata["slideshow"]["slide_type"] in ("slide", "notes") for c in deck.cells)
+
+
+@pytest.mark.parametrize("lang, say", [("en", "**Say:**"), ("zh-CN", "**讲：**")])
+def test_each_stops_say_and_ask_lines_are_its_speaker_notes(lang, say, tmp_path):
+    """course.md's Show / Say / Ask bullets of a stop, whole and in order, as the notes of its title slide."""
+    from labkit.course.route import COURSES, course_stops
+
+    titles = course_stops((checkout.root("test") / "docs" / COURSES[lang]).read_text())
+    deck = slides.session_notebook("1", lang)
+    for i, c in enumerate(deck.cells):
+        if c.metadata["slideshow"]["slide_type"] != "notes":
+            continue
+        stop = deck.cells[i - 1].source[3:6]                         # the title slide just before: "## 1.2 · ..."
+        body = titles[stop][3]
+        says = [ln for ln in c.source.splitlines() if ln.startswith(f"- {say}")]
+        assert says and len(says) == body.count(f"- {say}"), stop
+        first = next(ln for ln in body.splitlines() if ln.startswith(f"- {say}"))
+        assert says[0].startswith(first.rstrip()), stop              # the bullet's first line, then its continuation
+        assert "  " not in c.source and (lang == "en" or not re.search(r"[\u4e00-\u9fff] [\u4e00-\u9fff]", c.source))
+    shown = [k for k in session_stops("1") if ROUTE[k].notebook]
+    assert sum(c.metadata["slideshow"]["slide_type"] == "notes" for c in deck.cells) == len(shown)
+    html = slides.export(deck, tmp_path / "deck.html").read_text()
+    assert html.count('<aside class="notes">') == len(shown)
 
 
 def test_slides_hold_at_most_max_rows_and_lines(decks):
@@ -103,7 +126,9 @@ def test_exported_deck_loads_its_libraries_locally(tmp_path):
     srcs = re.findall(r'<(?:script|link)[^>]+(?:src|href)="([^"]+)"', html)
     assert srcs and all(not s.startswith("http") for s in srcs), [s for s in srcs if s.startswith("http")]
     assert "vendor/reveal.js/dist/reveal.js" in html and "vendor/mathjax/es5/tex-chtml-full.js" in html
-    assert html.count("<section") == 2 * len(slides.session_notebook("1").cells)     # each slide: outer and inner section
+    deck = slides.session_notebook("1")
+    shown = [c for c in deck.cells if c.metadata["slideshow"]["slide_type"] != "notes"]    # notes sit inside a slide
+    assert html.count("<section") == 2 * len(shown)                 # each slide: outer and inner section
 
 
 def _tarball(files: dict) -> bytes:

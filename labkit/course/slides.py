@@ -6,7 +6,9 @@ slides through nbconvert's reveal.js exporter, cut to be read from the back of a
 - a markdown table or a printed table longer than MAX_ROWS rows goes over several slides, its
   header repeated; a printed output of more than MAX_LINES lines is cut likewise;
 - a code cell's code is shown when it is short (MAX_CODE_LINES), else only its outputs; each figure
-  gets a slide; widgets and interactive figures (which need a kernel) are named, not drawn.
+  gets a slide; widgets and interactive figures (which need a kernel) are named, not drawn;
+- each stop's Show, Say and Ask lines from the course (docs/course.md) are the speaker notes of its
+  title slide (reveal.js's speaker view, key S).
 The text and figures are the stored outputs themselves, never copies. reveal.js, require.js and
 MathJax come from the npm registry once (labkit.course.vendor) and sit beside the decks, so they
 open offline. nbformat and nbconvert are the lab's extra: only `labkit slides` (labkit.cli.slides)
@@ -28,9 +30,10 @@ from ..checkout import root as checkout_root
 from .route import COURSES, ROUTE, SESSIONS, course_stops, notebook, session_stops, stop_pieces
 from .vendor import fetch
 
-__all__ = ["CJK", "HEIGHT", "LIVE", "MAX_CODE_LINES", "MAX_LINES", "MAX_ROWS", "MAX_WORDS", "SENTENCE", "SEPARATOR",
-           "TABLE_ROW", "TEMPLATE", "WIDE", "WIDTH", "build", "code_slides", "export", "markdown_slides",
-           "session_notebook", "split_lines", "split_list", "split_paragraph", "split_table", "stop_parts", "units"]
+__all__ = ["CJK", "HEIGHT", "LIVE", "MAX_CODE_LINES", "MAX_LINES", "MAX_ROWS", "MAX_WORDS", "NOTE_LINE", "SENTENCE",
+           "SEPARATOR", "TABLE_ROW", "TEMPLATE", "WIDE", "WIDTH", "build", "code_slides", "export", "markdown_slides",
+           "session_notebook", "speaker_notes", "split_lines", "split_list", "split_paragraph", "split_table", "stop_parts",
+           "units"]
 
 MAX_ROWS = 8                # table rows a slide holds
 MAX_LINES = 10              # lines of printed output a slide holds
@@ -42,6 +45,8 @@ LIVE = ("application/vnd.jupyter.widget-view+json", "application/vnd.plotly.v1+j
 TABLE_ROW = re.compile(r"^\|.*\|$")
 SEPARATOR = re.compile(r"^\|[-| :]+\|$")
 CJK = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")
+# a course stop's bullets that become speaker notes: "- **Say:** ..." (English) or "- **讲：** ..." (Chinese)
+NOTE_LINE = re.compile(r"^- \*\*(?:Show|Say|Ask|展示|讲|问)(?::|：)\*\*")
 SENTENCE = re.compile(r"(?<=[。！？；])|(?<=[.!?;:] )")
 
 
@@ -68,6 +73,30 @@ def _md(text: str) -> dict:
     cell = nbformat.v4.new_markdown_cell(text)
     fenced = "\n".join(re.findall(r"```[^\n]*\n(.*?)```", text, re.S))
     cell.metadata["slideshow"] = {"slide_type": "slide", **_width_state(fenced)}
+    return cell
+
+
+def speaker_notes(body: str) -> str:
+    """The Show, Say and Ask bullets of a course stop's text, each whole (its indented lines with it),
+    in order."""
+    items, keep = [], False
+    for line in body.splitlines():
+        if line.startswith("- "):
+            keep = bool(NOTE_LINE.match(line))
+            if keep:
+                items.append(line)
+        elif keep and line.startswith("  ") and line.strip():
+            cjk = CJK.match(items[-1][-1]) or CJK.match(line.strip()[0])         # Chinese joins without a space
+            items[-1] += ("" if cjk else " ") + line.strip()
+        else:                                   # a blank line or other text ends the bullet
+            keep = False
+    return "\n".join(items)
+
+
+def _notes(text: str) -> dict:
+    """A speaker-notes cell (nbconvert's reveal.js exporter writes it as <aside class="notes">)."""
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell.metadata["slideshow"] = {"slide_type": "notes"}
     return cell
 
 
@@ -217,6 +246,9 @@ def session_notebook(session: str, lang: str = "en", root: Path | None = None):
             continue
         cells.append(_md(f"## {s} · {titles[s][2]}\n\n`notebooks/{folder.name + '/' if lang != 'en' else ''}"
                          f"{stop.notebook}`"))
+        notes = speaker_notes(titles[s][3])
+        if notes:
+            cells.append(_notes(notes))
         for kind, x in stop_parts(stop.notebook, stop.shown, root / "notebooks", folder if lang != "en" else None):
             cells += [_md(t) for t in markdown_slides(x)] if kind == "markdown" else code_slides(x, stop.notebook)
     deck = nbformat.v4.new_notebook(cells=cells)
