@@ -9,6 +9,13 @@
 # %% [markdown]
 # # 01 · Quickstart: watch a diffusion LM write
 #
+# *About 10 minutes to read and run, exercises apart · needs: nothing but the lab · next: notebook 02 · Step through (the start-here path: 01 → 02 → 03 → 05).*
+#
+# **New here?** Four notebooks, about 45 minutes, make the start-here path: 01 (this one: how a masked
+# diffusion LM writes), 02 (which position is written when, and the decoding loop in 20 lines), 03 (how
+# many tokens one forward pass can commit) and 05 (every knob in one panel). After it: 04 and 11
+# (editing, and where diffusion wins), 10 and 13 (how the models are made); README.md lists all of them.
+#
 # **The question:** an autoregressive LM writes left to right, one token per forward pass. How does a
 # *masked diffusion* LM such as LLaDA write instead?
 #

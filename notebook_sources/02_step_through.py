@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 02 · Step through one denoising run
 #
+# *About 15 minutes to read and run, exercises apart · needs: notebook 01 · Quickstart · next: notebook 03 · Parallel decoding (the start-here path: 01 → 02 → 03 → 05).*
+#
 # **The question:** when a masked diffusion LM writes 64 tokens in 64 steps, *which* position does it
 # write at each step, how sure is it, and what decides the order?
 #

@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 03 · Parallel decoding: from one token per step to thresholds
 #
+# *About 10 minutes to read and run, exercises apart · needs: notebook 02 · Step through · next: notebook 05 · The lab panel (the start-here path: 01 → 02 → 03 → 05).*
+#
 # **The question:** a diffusion LM *can* commit several tokens per forward pass. How many can it commit
 # before the text gets worse, and which rule decides best?
 #

@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 04 · Draft and edit: can a diffusion LM fix what it already wrote?
 #
+# *About 20 minutes to read and run, exercises apart · needs: notebook 03 · Parallel decoding · next: notebook 11 · Where diffusion wins.*
+#
 # **The question:** masked diffusion commits a token and never looks back. LLaDA2.1 adds **editing**:
 # each step may also rewrite a token already on the canvas (token → token, **T2T**) when the model now
 # prefers another with probability above `editing_threshold`, besides committing masks (mask → token,

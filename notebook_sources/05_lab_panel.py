@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 05 · The lab panel
 #
+# *About 10 minutes to read and run, exercises apart · needs: notebook 03 · Parallel decoding · next: notebook 04 · Draft and edit (the start-here path: 01 → 02 → 03 → 05).*
+#
 # **The question:** what changes when you turn each knob (sampler, steps, block length, temperature,
 # the S/Q thresholds), and how do two samplers differ on the same prompt, step by step?
 #

@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 06 · Content controls: telling a diffusion LM what to write
 #
+# *About 15 minutes to read and run, exercises apart · needs: notebook 02 · Step through · next: notebook 07 · Profiling.*
+#
 # **The question:** a diffusion LM's canvas is complete at every step, so we can write into it and
 # shape its logits before each step. How far does that go? This notebook puts fixed text at fixed
 # offsets, makes chosen words appear where they fit, fills gaps in a template, rewrites one span

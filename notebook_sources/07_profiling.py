@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 07 · Profiling: is diffusion decoding really faster?
 #
+# *About 25 minutes to read and run, exercises apart · needs: notebook 03 · Parallel decoding · next: notebook 08 · Real models.*
+#
 # **The question:** diffusion LMs promise a fixed number of steps however long the answer, and several
 # tokens per forward pass. This notebook measures that claim with `labkit.profile`: a step timer, peak
 # memory, a torch.profiler trace of one generation, hooks on the network's layers, and the saved

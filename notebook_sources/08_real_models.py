@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 08 · Real models: LLaDA, Dream and LLaDA2.1
 #
+# *About 20 minutes to read and run, exercises apart · needs: notebook 01 · Quickstart · next: notebook 09 · Serving.*
+#
 # **The question:** the other notebooks run the lab's 5M-parameter models. How do you run the published
 # diffusion LMs (LLaDA-8B, Dream-7B, LLaDA2.1-mini) in the same lab, and what does the lab read off each
 # checkpoint?

@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 09 · Serving: a diffusion LM behind an OpenAI-compatible API
 #
+# *About 30 minutes to read and run, exercises apart · needs: notebook 01 · Quickstart · next: the course (docs/course.md) or a question of your own.*
+#
 # **The question:** coding tools, evaluation harnesses, chat front ends and batch scripts all speak one
 # protocol, OpenAI's `/v1/chat/completions`. How do you put a diffusion LM behind it, what does a client
 # see, and what is different from an autoregressive model behind the same API?

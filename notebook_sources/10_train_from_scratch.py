@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 10 · Training a diffusion LM from scratch: masked and continuous, side by side
 #
+# *About 35 minutes to read and run, exercises apart · needs: notebook 02 · Step through · next: notebook 13 · Block diffusion.*
+#
 # **The question:** a diffusion LM learns to *undo a noising process*. What exactly does each kind
 # undo, and what does a CPU and half a minute of training buy? This notebook trains two small
 # models on the lab's corpus (Shakespeare's plays) with the same Transformer body and the same

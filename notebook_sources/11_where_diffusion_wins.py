@@ -9,6 +9,8 @@
 # %% [markdown]
 # # 11 · Where diffusion wins, measured exactly
 #
+# *About 30 minutes to read and run, exercises apart · needs: notebook 04 · Draft and edit · next: notebook 12 · Rewards.*
+#
 # **The question:** on Shakespeare a small diffusion LM is sure of itself only where the text repeats,
 # so parallel decoding looks like a trick. The research teaches otherwise on tasks with one right
 # answer: the *order* in which a model fills its canvas decides how many Sudokus it solves (Kim et al.,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..checkout import root
+from .guide import without_notes
 
 __all__ = ["COURSES", "ROUTE", "SESSIONS", "STOP_HEADING", "Stop", "course_stops", "notebook", "notebooks", "pieces",
            "session_stops", "shown_pieces", "stop_pieces"]
@@ -100,7 +101,7 @@ def pieces(nb):
             out.append((heading, "code", cell))
             continue
         part, fenced = [], False
-        for line in cell.source.splitlines():
+        for line in without_notes(cell.source).splitlines():       # the reader's notes are not shown in class
             fenced ^= line.lstrip().startswith("```")
             m = None if fenced else re.match(r"#{1,6} (.+)$", line)
             if m:

@@ -27,6 +27,7 @@ from nbconvert import SlidesExporter
 from traitlets.config import Config
 
 from ..checkout import root as checkout_root
+from .guide import without_notes
 from .route import COURSES, ROUTE, SESSIONS, course_stops, notebook, session_stops, stop_pieces
 from .vendor import fetch
 
@@ -225,10 +226,10 @@ def stop_parts(name: str, shown: tuple, folder: Path | None = None, twin: Path |
     other.cells = [c for c in other.cells if "zh-setup" not in c.metadata.get("tags", [])]   # its own first cell
     for _, kind, x in seen:
         i = next(k for k, c in enumerate(nb.cells)
-                 if (c is x if kind == "code" else c.cell_type == "markdown" and x in c.source))
+                 if (c is x if kind == "code" else c.cell_type == "markdown" and x in without_notes(c.source)))
         if i not in used:
             used.add(i)
-            out.append((kind, other.cells[i] if kind == "code" else other.cells[i].source))
+            out.append((kind, other.cells[i] if kind == "code" else without_notes(other.cells[i].source)))
     return out
 
 

@@ -16,6 +16,8 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 03 · Parallel decoding: from one token per step to thresholds（并行解码：从每步一个 token 到阈值）
 #
+# *阅读并运行约 10 分钟，不含练习 · 前置：notebook 02（逐步查看） · 下一步：notebook 05（实验面板）（入门路线：01 → 02 → 03 → 05）。*
+#
 # **问题：** 扩散语言模型*能够*在一次前向传播中落定（commit，即 unmask，去掩码）多个 token。在文本变差之前，它最多能落定多少个？哪条规则决定得最好？
 #
 # LLaDA 的规则每一步落定固定数量的 token（`steps = gen_length` → 每步 1 个，步数减半 → 每步 2 个）。Fast-dLLM 的**阈值**规则则落定置信度高于 τ 的每个被掩码位置（并且总会落定置信度最高的那一个），因此它把前向传播花在模型没把握的地方，在模型有把握的地方省下来。这里的指标是 **TPF**（每次前向写下的 token 数）和 **gen-PPL**（回答在 AR 孪生模型 `tiny-ar` 下的困惑度，越低越流畅）。

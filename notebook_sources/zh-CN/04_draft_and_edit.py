@@ -16,6 +16,8 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 04 · Draft and edit: can a diffusion LM fix what it already wrote?（草稿—编辑：扩散语言模型能修正自己已经写下的内容吗？）
 #
+# *阅读并运行约 20 分钟，不含练习 · 前置：notebook 03（并行解码） · 下一步：notebook 11（扩散模型在哪里胜出）。*
+#
 # **问题：** 掩码扩散模型落定（commit，即 unmask，去掩码）一个 token 之后就再也不回头看。LLaDA2.1 加上了**编辑**：除了把概率高于 `threshold` 的掩码落定（掩码 → token，**M2T**）之外，当模型现在更倾向于另一个 token、且概率高于 `editing_threshold` 时，每一步还可以改写画布上已有的 token（token → token，**T2T**）。一个块填满之后仍继续迭代，直到某一步什么都没有改变，最多再走 `max_post_steps` 步。LLaDA2.1 的模型卡给出了两个预设，S 模式（极速模式）和 Q 模式（质量模式）：
 #
 # | 模式 | threshold | editing_threshold | max_post_steps |

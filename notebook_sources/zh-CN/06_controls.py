@@ -16,6 +16,8 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 06 · Content controls: telling a diffusion LM what to write（内容控制：告诉扩散语言模型写什么）
 #
+# *阅读并运行约 15 分钟，不含练习 · 前置：notebook 02（逐步查看） · 下一步：notebook 07（性能剖析）。*
+#
 # **问题：** 扩散语言模型的画布在每一步都是完整的，所以我们可以在每一步之前往画布里写内容、调整它的 logits。
 # 这能做到什么程度？本 notebook 在固定偏移处放入固定文本，让指定的词出现在合适的位置，填补模板中的空位，
 # 改写已有一行中的一段，以及禁用某些词；对每一种控制，都检查结果并展示各步。

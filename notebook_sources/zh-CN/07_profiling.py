@@ -16,6 +16,8 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 07 · Profiling: is diffusion decoding really faster?（性能剖析：扩散解码真的更快吗？）
 #
+# *阅读并运行约 25 分钟，不含练习 · 前置：notebook 03（并行解码） · 下一步：notebook 08（真实模型）。*
+#
 # **问题：** 扩散语言模型承诺：无论回答多长，步数都是固定的，而且每次前向传播能写下好几个 token。本 notebook 用 `labkit.profile` 检验这个说法：步计时器、峰值内存、一次生成的 torch.profiler 轨迹（trace）、挂在网络各层上的钩子，以及保存下来的基准测试：labkit 自身的开销、批大小扫描，以及 AR 与扩散的长度研究。这里的一切都能在 CPU 上运行；末尾的 GPU 单元格只在有 CUDA 的机器上运行。
 #
 # 计时结果因机器而异、因每次运行而异，所以回归检查不比较计时单元格；计数（前向次数、token 数）则会比较。

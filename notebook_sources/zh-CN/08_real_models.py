@@ -16,6 +16,8 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 08 · Real models: LLaDA, Dream and LLaDA2.1（真实模型）
 #
+# *阅读并运行约 20 分钟，不含练习 · 前置：notebook 01（快速上手） · 下一步：notebook 09（服务部署）。*
+#
 # **问题：** 其他 notebook 运行的都是实验室自己的 5M 参数模型。怎样在同一个实验室里运行已发布的扩散语言模型
 # （LLaDA-8B、Dream-7B、LLaDA2.1-mini）？实验室又能从每个检查点中读出什么？
 #

@@ -16,6 +16,8 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 09 · Serving: a diffusion LM behind an OpenAI-compatible API（服务部署：把扩散语言模型放到兼容 OpenAI 的 API 后面）
 #
+# *阅读并运行约 30 分钟，不含练习 · 前置：notebook 01（快速上手） · 下一步：课程（docs/course.zh-CN.md），或者你自己的问题。*
+#
 # **问题：** 编程工具、评测框架、聊天前端和批处理脚本都说同一种协议：OpenAI 的 `/v1/chat/completions`。怎样把
 # 扩散语言模型放到它后面？客户端会看到什么？与放在同一个 API 后面的自回归模型相比，又有什么不同？
 #

@@ -16,6 +16,8 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 10 · Training a diffusion LM from scratch: masked and continuous, side by side（从零训练扩散语言模型：掩码与连续，并排对比）
 #
+# *阅读并运行约 35 分钟，不含练习 · 前置：notebook 02（逐步查看） · 下一步：notebook 13（块扩散）。*
+#
 # **问题：** 扩散语言模型学的是*撤销一个加噪过程*。两种扩散模型撤销的究竟是什么？一台 CPU 训练半分钟，
 # 又能换来什么？本 notebook 在实验室的语料（莎士比亚的剧本）上训练两个小模型，它们用同样的 Transformer 主体和
 # 同样的分词器：
