@@ -21,8 +21,8 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # **问题：** 其他 notebook 运行的都是实验室自己的 5M 参数模型。怎样在同一个实验室里运行已发布的扩散语言模型
 # （LLaDA-8B、Dream-7B、LLaDA2.1-mini）？实验室又能从每个检查点中读出什么？
 #
-# `lk.load(name)` 读取检查点的 `config.json`，根据 `model_type` 选出它的**家族**（family），并在不使用检查点
-# 远程代码的情况下加载已发布的权重。家族知道它的格式把掩码 id、填充（pad）id、轮次结束（end-of-turn）id 和
+# `lk.load(name)` 读取检查点的 `config.json`，根据 `model_type` 选出它的**模型族**（family），并在不使用检查点
+# 远程代码的情况下加载已发布的权重。模型族知道它的格式把掩码 id、填充（pad）id、轮次结束（end-of-turn）id 和
 # 上下文长度存在哪里，左填充的批如何确定位置，以及实验室默认用哪条规则打开它。加载之后，一切（`lk.generate`、
 # 热力图、面板）都和 `tiny` 一样工作。
 #
@@ -30,13 +30,13 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 #
 # 1. **在 GPU 上**，模型权重已在本地 Hugging Face 缓存中：用各模型作者推荐的设置，向每个真实模型提一个聊天
 #    问题。在 CPU 上或没有权重时，这些单元格各打印一行说明已跳过，别的什么也不做。
-# 2. **在任何 CPU 上：** 为每个家族按已发布的格式写一个微型随机检查点到临时文件夹，然后用同样的调用加载并解码。
+# 2. **在任何 CPU 上：** 为每个模型族按已发布的格式写一个微型随机检查点到临时文件夹，然后用同样的调用加载并解码。
 #    CI 检查的是这一半。
 
 # %% [markdown]
-# ## The families and their recommended settings（各家族及其推荐设置）
+# ## The families and their recommended settings（各模型族及其推荐设置）
 #
-# | 家族（`model_type`） | 这里使用的检查点 | bf16 权重大小 | 掩码 token | 上下文长度（config.json） | 实验室默认使用的规则 |
+# | 模型族（`model_type`） | 这里使用的检查点 | bf16 权重大小 | 掩码 token | 上下文长度（config.json） | 实验室默认使用的规则 |
 # |---|---|---|---|---|---|
 # | `llada` | `GSAI-ML/LLaDA-8B-Instruct` | 16.0 GB | `<\|mdm_mask\|>`（126336） | 4096（`max_sequence_length`） | LLaDA 的低置信度重掩码 |
 # | `Dream` | `Dream-org/Dream-v0-Instruct-7B` | 15.2 GB | `<\|mask\|>`（config 中的 `mask_token_id`） | 131072（`max_position_embeddings`；Dream 的 README：实际有效为 2048） | LLaDA 的低置信度重掩码 |
@@ -155,14 +155,14 @@ real["llada2_moe"] = chat_on_gpu(REAL["llada2_moe"], {"S mode": "speed", "Q mode
                                  gen_length=512, block_length=32, eos_early_stop=True)
 
 # %% [markdown]
-# ## On this CPU: each family in miniature（在这台 CPU 上：每个家族的微缩版）
+# ## On this CPU: each family in miniature（在这台 CPU 上：每个模型族的微缩版）
 #
 # CI 访问不到任何模型 hub，8B 的模型也不该放进 CPU 上的 notebook。下一个单元格定义了
-# `stand_in(model_type, folder, seed=0)`，它把一个家族的**替身**（stand-in）写进文件夹：一个采用已发布磁盘格式的
-# 随机检查点。它的 `config.json` 具有真实检查点的各个键，只是尺寸都很小（LLaDA2.1 的替身和真实模型一样，不给出
-# 掩码 id）；`model.safetensors` 以已发布的参数名保存带种子的随机权重；分词器含有该家族的特殊 token，96 个 id 中
-# 其余的是取自 Hamlet 的词，还有一个该家族风格的聊天模板（LLaDA2.1 的模板是基于它的 `<role>` 和 `<|role_end|>`
-# token 构造的近似版本；真实检查点自带模板）。参数名和形状来自 labkit 的家族网络，`tests/test_family_*.py` 会
+# `stand_in(model_type, folder, seed=0)`，它把一个模型族的**示例用随机小检查点**（stand-in）写进文件夹：一个采用已发布磁盘格式的
+# 随机检查点。它的 `config.json` 具有真实检查点的各个键，只是尺寸都很小（LLaDA2.1 的示例用随机小检查点和真实模型一样，不给出
+# 掩码 id）；`model.safetensors` 以已发布的参数名保存带种子的随机权重；分词器含有该模型族的特殊 token，96 个 id 中
+# 其余的是取自 Hamlet 的词，还有一个该模型族风格的聊天模板（LLaDA2.1 的模板是基于它的 `<role>` 和 `<|role_end|>`
+# token 构造的近似版本；真实检查点自带模板）。参数名和形状来自 labkit 的模型族网络，`tests/test_family_*.py` 会
 # 把它们与已发布的建模代码对照检查。这个单元格的源代码是折叠起来的：点击 `…` 即可阅读。
 #
 # 随机权重写出的是胡乱拼凑的词，所以读这些运行时，要看实验室在每个文件夹里找到了什么、解码循环是怎样运行的，
@@ -320,7 +320,7 @@ def run(lm, sampler, **knobs):
 
 
 # %% [markdown]
-# ### LLaDA（LLaDA 家族）
+# ### LLaDA（LLaDA 模型族）
 #
 # 聊天模板按 Llama-3 的风格渲染消息，用 `<|eot_id|>` 结束一轮对话；实验室在 config 中找到了掩码 id，在词表中
 # 找到了 `<|eot_id|>`。
@@ -344,9 +344,9 @@ out_llada = run(llada, lk.LowConfidence(), gen_length=32, block_length=8, steps=
 lk.viz.heatmap(out_llada.trace, llada, kind="state")
 
 # %% [markdown]
-# ### Dream（Dream 家族）
+# ### Dream（Dream 模型族）
 #
-# ChatML 格式，用 `<|im_end|>` 结束一轮对话。Dream 的 logits 在家族内部做了移位（位置 i 的 logits 来自隐藏状态
+# ChatML 格式，用 `<|im_end|>` 结束一轮对话。Dream 的 logits 在模型族内部做了移位（位置 i 的 logits 来自隐藏状态
 # i − 1），所以规则看到的接口和 LLaDA 相同。这里在一个块上使用 Dream 的熵打分，并用贪心解码（Dream 的 README
 # 以温度 0.2 采样），这样每次运行的结果都相同。回答在模型写出的第一个文本结束符处停止。
 
@@ -362,10 +362,10 @@ out_dream = run(dream, lk.LowConfidence(score="neg_entropy"), gen_length=32, blo
 lk.viz.heatmap(out_dream.trace, dream, kind="state")
 
 # %% [markdown]
-# ### LLaDA2.1（LLaDA 的 MoE 家族）
+# ### LLaDA2.1（LLaDA 的 MoE 模型族）
 #
 # 它的 `config.json` 没有给出掩码 id，这里的分词器也没有声明掩码 token：实验室是在词表中按名字找到 `<|mask|>`
-# 的。该家族的默认规则是 Q 模式。它的注意力是块因果的，块长度为 32（已发布的 `generate()` 所用的块；config 中
+# 的。该模型族的默认规则是 Q 模式。它的注意力是块因果的，块长度为 32（已发布的 `generate()` 所用的块；config 中
 # 没有给出）。
 
 # %%
@@ -404,7 +404,7 @@ tmp.cleanup()          # the stand-ins' folders
 # %% [markdown]
 # ## Exercises（练习）
 #
-# 每道题的参考答案就在它下面。前两道题是为装有真实权重的 GPU 准备的；它们的参考答案在替身上运行同样的代码
+# 每道题的参考答案就在它下面。前两道题是为装有真实权重的 GPU 准备的；它们的参考答案在示例用随机小检查点上运行同样的代码
 # （随机权重，所以看机制，别看文字）：在权重已缓存的机器上，把文件夹换成 hub id（`REAL[...]`）即可。
 #
 # **1.** LLaDA-8B-Instruct 在 GSM8K 上的半自回归设置（EVAL.md：`gen_length=256,
@@ -435,7 +435,7 @@ for stop in (True, False):
           f"end-of-text tokens written {eos}")
 
 # %% [markdown]
-# **3.** 用 `stand_in("llada", folder, seed=1)` 再写一个替身，并用三条不同的规则解码它：任何规则都能在任何家族上
+# **3.** 用 `stand_in("llada", folder, seed=1)` 再写一个示例用随机小检查点，并用三条不同的规则解码它：任何规则都能在任何模型族上
 # 运行。（`lk.widgets.Lab(lk.load(str(folder)))` 会在面板中打开它。）
 
 # %% tags=["solution"]

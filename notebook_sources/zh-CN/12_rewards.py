@@ -24,7 +24,7 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 #
 # - **rollout**：由一条规则解码出的一个回答（这里是 S 模式，按某个温度采样，所以它的草稿和编辑就是模型的*动作*）；**奖励**（reward）：对这个回答的精确评分（数独：填对的空格所占的比例；如果整个网格是保留了提示数的有效解，再加 1）；
 # - **组**（group）：同一道题的 G 个 rollout；**优势**（advantage）：一个 rollout 的奖励减去所在组的均值，再除以组的标准差（GRPO）；组内所有 rollout 得分都相同的组不携带任何信号；
-# - **替代目标**（surrogate）：扩散语言模型的 log p(answer) 无法精确计算，所以 RL 提高的是它的一个估计：d1 的**单次前向**（one pass：回答全部掩码，取每个 token 的 log p）、ESPO 的序列 **ELBO（证据下界）**（回答以随机比例 t 掩码，Σ log p / t）、LLaDA2.1 的**块 ELBO**（EBPO，逐块计算），或 AR 孪生模型的**精确** log p；
+# - **替代目标**（surrogate）：扩散语言模型的 log p(answer) 无法精确计算，所以 RL 提高的是它的一个估计：d1 的**单次前向**（one pass：回答全部掩码，取每个 token 的 log p）、ESPO 的序列 **ELBO（证据下界）**（回答以随机比例 t 掩码，Σ log p / t）、LLaDA2.1 的**块级 ELBO**（EBPO，逐块计算），或 AR 孪生模型的**精确** log p；
 # - 替代目标的**比率** ρ = π_θ / π_old，它被**截断**（clip）到 [1 − ε, 1 + ε] 之内（PPO），以及一个让策略保持在起始模型附近的 **KL** 项；
 # - **TPF（每次前向写下的 token 数）**：这里是每次前向写下的答案格数；**改对 / 改错**（fixed / broken）：被一次编辑改对 / 改错的格子。
 
