@@ -33,11 +33,18 @@ COURSE_ZH = ROOT / "docs" / "course.zh-CN.md"
 
 WORDS_PER_MINUTE = 130          # reading aloud
 SECONDS_PER_OUTPUT = 20         # pointing at one printed output, table, figure or widget
-ASK_MINUTES = 2                 # each Ask: the question, the class's answers, the answer
 SECONDS_PER_STEP = 75           # each numbered step of a derivation walked at the board
 SECONDS_PER_CODE_LINE = 10      # each line of a code cell walked through line by line
 SECONDS_PER_TABLE_ROW = 4       # each row of a table shown (markdown rows, printed rows): read or scanned
-SESSION_MINUTES = 45
+# Refitted (issue 52) to a lecturer's minutes for all eight stops of the plan before it (LECTURER):
+# the talk above (words, outputs, code lines, rows) takes TALK_FACTOR times its rates with a graduate
+# class's questions, each Ask ASK_MINUTES, and each stop STOP_MINUTES more (opening the notebook,
+# finding the cell, the hand-over); least squares over the eight stops (fit_time_model).
+TALK_FACTOR = 1.44
+ASK_MINUTES = 2.04
+STOP_MINUTES = 1.93
+SESSION_MINUTES = 45            # a class hour's session
+SESSION_BUDGET = 40             # what a session's stops may take under the model, leaving slack
 WORD = re.compile(r"\S*[^\W_]\S*")      # a whitespace-separated token with a letter or a digit in it
 
 
@@ -112,12 +119,47 @@ def measure(stop_id: str, course_text: str | None = None) -> dict:
         for anchor in stop.walked:
             (cell,) = [c for c in nb.cells if c.cell_type == "code" and anchor in c.source]
             lines += code_lines(cell)
-    seconds = 60 * (said + md) / WORDS_PER_MINUTE + SECONDS_PER_OUTPUT * outputs + live \
-        + 60 * stop.activity_minutes + 60 * ASK_MINUTES * asks + SECONDS_PER_STEP * steps \
-        + SECONDS_PER_CODE_LINE * lines + SECONDS_PER_TABLE_ROW * rows
-    return {"stop": stop_id, "said": said, "markdown": md, "outputs": outputs, "live": round(live, 1),
-            "activity": stop.activity_minutes, "asks": asks, "steps": steps, "code_lines": lines, "rows": rows,
-            "minutes": math.ceil(seconds / 60 - 1e-9)}
+    row = {"stop": stop_id, "said": said, "markdown": md, "outputs": outputs, "live": round(live, 1),
+           "activity": stop.activity_minutes, "asks": asks, "steps": steps, "code_lines": lines, "rows": rows}
+    return row | {"minutes": math.ceil(model_minutes(row) - 1e-9)}
+
+
+def talk_minutes(r: dict) -> float:
+    """The part the refit scales: words read aloud, outputs pointed at, code walked, table rows."""
+    return ((r["said"] + r["markdown"]) / WORDS_PER_MINUTE + SECONDS_PER_OUTPUT * r["outputs"] / 60
+            + SECONDS_PER_CODE_LINE * r["code_lines"] / 60 + SECONDS_PER_TABLE_ROW * r["rows"] / 60)
+
+
+def model_minutes(r: dict, talk: float = TALK_FACTOR, ask: float = ASK_MINUTES, stop: float = STOP_MINUTES) -> float:
+    """A stop's minutes under the time model (unrounded)."""
+    return (talk * talk_minutes(r) + r["live"] / 60 + r["activity"] + ask * r["asks"]
+            + SECONDS_PER_STEP * r["steps"] / 60 + stop)
+
+
+# The plan a lecturer timed stop by stop, with a graduate class's questions (issue 52): each stop's
+# dry-run counts as measured then, and the lecturer's minutes.
+LECTURER = {
+    "1.1": (dict(said=177, markdown=513, outputs=9, live=0.0, activity=0, asks=1, steps=0, code_lines=0, rows=1), 15),
+    "1.2": (dict(said=150, markdown=352, outputs=6, live=1.6, activity=6, asks=1, steps=0, code_lines=19, rows=1), 25),
+    "1.3": (dict(said=168, markdown=769, outputs=5, live=0.0, activity=0, asks=1, steps=0, code_lines=0, rows=47), 22),
+    "1.4": (dict(said=31, markdown=0, outputs=0, live=0.0, activity=0, asks=0, steps=0, code_lines=0, rows=0), 3),
+    "2.1": (dict(said=101, markdown=278, outputs=6, live=2.6, activity=0, asks=1, steps=0, code_lines=0, rows=5), 11),
+    "2.2": (dict(said=237, markdown=332, outputs=4, live=0.0, activity=0, asks=1, steps=0, code_lines=0, rows=70), 18),
+    "2.3": (dict(said=179, markdown=911, outputs=3, live=0.6, activity=5, asks=0, steps=4, code_lines=16, rows=0), 29),
+    "2.4": (dict(said=43, markdown=0, outputs=0, live=0.0, activity=0, asks=0, steps=0, code_lines=0, rows=0), 2),
+}
+
+
+def fit_time_model() -> tuple[float, float, float]:
+    """(talk factor, minutes per Ask, minutes per stop): least squares of the lecturer's minutes, less
+    what the model does not scale (activities, live re-runs, derivation steps), on the talk, the Asks
+    and one per stop."""
+    import numpy as np
+
+    x = np.array([[talk_minutes(r), r["asks"], 1.0] for r, _ in LECTURER.values()])
+    y = np.array([m - r["activity"] - r["live"] / 60 - SECONDS_PER_STEP * r["steps"] / 60 for r, m in LECTURER.values()])
+    coef = np.linalg.lstsq(x, y, rcond=None)[0]
+    return tuple(round(float(c), 2) for c in coef)
 
 
 def dry_run(course_text: str | None = None) -> list[dict]:
@@ -181,33 +223,34 @@ def test_every_stop_takes_the_minutes_its_dry_run_measures_and_each_session_fits
             # the table at a glance gives the same time to the same stop
             assert re.search(rf"^\| {clock(start)}–{clock(end)} \| {re.escape(stop_id)} · ", course(), re.M), stop_id
             t = end
-        assert t <= SESSION_MINUTES, f"session {session} takes {t} minutes"
+        assert t <= SESSION_BUDGET, f"session {session} takes {t} minutes"
         says(course(), f"Session {session}: {t} minutes.")
         totals[session] = t
-    says(flat(course()), f"Session 1's stops take {totals['1']} minutes and session 2's {totals['2']}; the optional "
-                         f"session 3's take {totals['3']}",
+    says(flat(course()), f"session 1's stops take {totals['1']} minutes and session 2's {totals['2']}; the optional "
+                         f"session 3's take {totals['3']}", f"at most {SESSION_BUDGET} of its {SESSION_MINUTES} minutes",
          f"{totals['1'] + totals['2']} minutes of stops and {2 * SESSION_MINUTES - totals['1'] - totals['2']} of slack")
 
 
-def test_the_time_model_is_calibrated_against_a_lecturers_estimates():
-    """Issue 40's lecturer timed four stops by hand (minutes, with the questions asked); the model,
-    with its Ask, derivation, code-walk and table-row terms, is set beside them in the course."""
-    lecturer = {("1.2",): (18, 20), ("1.3",): (13, 15), ("2.2", "3.1"): (14, 16), ("2.3",): (22, 25)}  # was 1.4: 2.2 + 3.1
-    rows = {r["stop"]: r for r in dry_run()}
-    model = {stops: sum(rows[s]["minutes"] for s in stops) for stops in lecturer}
-    within = [s for s, (lo, hi) in lecturer.items() if lo <= model[s] <= hi]
+def test_the_time_model_is_refitted_to_a_lecturers_minutes_for_every_stop():
+    """Issue 52's lecturer timed all eight core stops of the plan before the cut; the model's constants
+    are the least-squares fit to them, and the course states the fit and its error stop by stop."""
+    assert fit_time_model() == (TALK_FACTOR, ASK_MINUTES, STOP_MINUTES)
     text = flat(course())
-    for stops, (lo, hi) in lecturer.items():
-        says(text, f"| {' + '.join(stops)} | {lo}–{hi} | {model[stops]} |")
-    assert len(within) >= 3, model
-    # the earlier plan: session 1 was 1.1-1.3, the old 1.4 (now 2.2 + 3.1), draft and edit (3.2), wrap-up;
-    # session 2 the panel, controls, profiling, serving, the loss and its wrap-up
-    old = [sum(rows[s]["minutes"] for s in stops) for stops in (("1.1", "1.2", "1.3", "2.2", "3.1", "3.2", "1.4"),
-                                                                ("2.1", "3.3", "3.4", "3.5", "2.3", "2.4"))]
-    says(text, f"the earlier plan's stops sum to {old[0]} and {old[1]} minutes")
-    says(flat(course_zh()), f"旧方案两节各环节加起来分别是 {old[0]} 和 {old[1]} 分钟")
-    assert min(old) > SESSION_MINUTES
-    says(text, f"{ASK_MINUTES} minutes for each Ask", f"{SECONDS_PER_STEP} seconds for each numbered step",
+    errors = []
+    for stop_id, (r, minutes) in LECTURER.items():
+        model = model_minutes(r)
+        errors.append(model - minutes)
+        says(text, f"| {stop_id} | {minutes} | {model:.1f} | {model - minutes:+.1f} |")
+    rmse = math.sqrt(sum(e * e for e in errors) / len(errors))
+    assert rmse < 1.5 and max(abs(e) for e in errors) < 2.5                     # the refit holds the lecturer's minutes
+    says(text, f"off by {rmse:.2f} minutes per stop (root mean square), {max(abs(e) for e in errors):.1f} at worst",
+         f"the talk takes {TALK_FACTOR} times the rates", f"an Ask {ASK_MINUTES} minutes",
+         f"each stop {STOP_MINUTES} minutes more")
+    before = [sum(math.ceil(model_minutes(r) - 1e-9) for k, (r, _) in LECTURER.items() if k[0] == s) for s in "12"]
+    says(text, f"it puts that plan at {before[0]} and {before[1]} minutes")
+    assert min(before) > SESSION_MINUTES                                        # the plan did not fit: it was cut
+    says(flat(course_zh()), f"{before[0]} 和 {before[1]} 分钟")
+    says(text, f"{WORDS_PER_MINUTE} words a minute", f"{SECONDS_PER_STEP} seconds for each numbered step",
          f"{SECONDS_PER_CODE_LINE} seconds for each line of code", f"{SECONDS_PER_TABLE_ROW} seconds for each table row")
 
 
@@ -256,8 +299,7 @@ def test_the_cells_the_route_shows_exist_in_notebook_11_and_its_source():
     text = stop_text("2.2") + "\n" + stop_text("3.1")
     assert not re.search(r"\d%|\d\.\d", text.replace("threshold 0.5", "")), \
         "the notebook 11 stop quotes no result: it points at the cells that print them"
-    says(text, '"ahead of", "level with" or "behind"', "the first cell of section 1 prints",
-         "section 5's live cell prints")
+    says(text, '"ahead of", "level with" or "behind"', "the first cell of section 1 prints")
     # "only a model that reads both sides can even be asked": the facts cell says so for the AR twin
     facts = printed(nb, "for label, question in (")
     assert "cannot be asked: no gap to fill left to right" in facts
@@ -377,17 +419,7 @@ def test_stop_1_3_reads_notebook_03_and_samplers_json():
     assert all(tiny[f"threshold_{t}"]["tpf"] < 1.2 for t in ("0.9", "0.7", "0.5"))
     assert cap["threshold_0.5"]["tpf"] > 2
     says(stop_text("1.3"), "TPF stays below 1.2 at every tau in the table")
-    fixed = cap["low_confidence_2tok"]
-    for t in ("0.9", "0.93"):
-        row = cap[f"threshold_{t}"]
-        assert abs(row["tpf"] - fixed["tpf"]) < 0.5 and row["gen_ppl"] < fixed["gen_ppl"], t
-    s, q = cap["draft_edit_speed"], cap["draft_edit_quality"]
-    assert s["prompts"] == q["prompts"] == 96
-    assert s["tpf"] > q["tpf"] and q["gen_ppl"] < s["gen_ppl"]
-    says(stop_text("1.3"), "tau 0.9 and 0.93 score a lower gen-PPL than the fixed two per step",
-         "96 benchmark prompts: S mode has more tokens per forward, Q mode the lower gen-PPL, "
-         f"{q['gen_ppl']:.2f} against {s['gen_ppl']:.2f}")
-    assert cap["threshold_0.5"]["gen_ppl"] > 2 * cap["low_confidence_1tok"]["gen_ppl"]     # "low thresholds break"
+    says(stop_text("1.3"), "The speed-quality frontier further down is for reading after the session")
     # stop 1.1's question, answered here: four tokens per step, and the plain model's text gets worse
     assert tiny["low_confidence_4tok"]["gen_ppl"] > tiny["low_confidence_1tok"]["gen_ppl"]
     says(stop_text("1.1"), "Answer in stop 1.3: the text gets worse")
@@ -414,23 +446,8 @@ def test_stop_1_5_reads_notebook_04s_six_prompts_and_the_96_of_notebook_03():
 
 
 def test_session_2_claims_read_notebooks_05_06_07_and_09():
-    nb = notebook("05_lab_panel.ipynb")
-    drive = printed(nb, "lab.threshold.value = 0.7")
-    four = re.search(r"NFE  16  TPF 4.00  \| '(.*)'", drive).group(1)
-    assert re.search(r"\b(\w+)\W+\1\b", four), four                         # "words repeat"
-    says(stop_text("2.1"), "at four tokens per step on tiny, words repeat")
-    tpf = float(re.search(r"tiny\s+threshold\s+NFE\s+\d+\s+TPF ([\d.]+)", drive).group(1))
-    assert tpf < 1.2 and "not confident enough to decode in parallel" in drive
-    cmp_ = printed(nb, "cmp.scrubber.slider.value = 20")
-    left, right = (re.search(rf"step 20, {side}: (\d+) masks left", cmp_).group(1) for side in ("left", "right"))
-    steps = re.search(r"right\s+DraftEdit.*?steps\s+(\d+)", cmp_).group(1)
-    says(stop_text("2.1"), f"{left} for one token per step, {right} for S mode, which finished in {steps} steps",
-         "not confident enough to decode in parallel")
-
-    controls = result("controls.json")["methods"]
-    says(stop_text("3.3"), f"{controls['place']['gen_ppl_ratio']:.2f} against {controls['boost']['gen_ppl_ratio']:.2f} "
-                           "times the gen-PPL", f"{100 * controls['boost_only']['hit_all_3']:.1f} percent")
-    assert controls["place"]["gen_ppl_ratio"] < controls["boost"]["gen_ppl_ratio"]       # "costs less fluency"
+    says(stop_text("2.1"), "at temperature 0 the seed box is too", "why is the seed box greyed out at temperature 0?")
+    assert not re.search(r"\bS mode\b|\bQ mode\b", stop_text("2.1") + stop_text("1.3")), "S and Q wait for session 3"
     nb = notebook("06_controls.ipynb")
     renoise = printed(nb, "for edit in (lk.ReNoise(line, spans=")
     (span, orig), (ratio, orig2) = re.findall(r"gen-PPL ([\d.]+) \(original line ([\d.]+)\)", renoise)
@@ -448,11 +465,9 @@ def test_session_2_claims_read_notebooks_05_06_07_and_09():
          "compare the step medians")
     says(stop_text("3.4"), "each S-mode step is one forward pass over a canvas of the same size, so it should cost "
                            "about what a one-token step costs; compare the step medians")
-    rows = result("length.json")["rows"]
-    assert all(r["diffusion_fixed"]["nfe"] == 32 for r in rows)
-    assert all(r["diffusion_threshold"]["nfe"] < r["length"] for r in rows)
-    says(stop_text("3.4"), "at 32 fixed steps diffusion needs 32 forward passes at every length",
-         "threshold decoding needs fewer passes than tokens")
+    nfe = dict(re.findall(r"^(tiny, 1 token/step|tiny-cap, S mode)\s+NFE\s+(\d+)", printed(nb, "timers = {}"), re.M))
+    assert int(nfe["tiny-cap, S mode"]) < int(nfe["tiny, 1 token/step"]) / 2            # "a fraction"
+    says(stop_text("3.4"), "its NFE is a fraction of the one-token run's")
 
     nb = notebook("09_serving.ipynb")
     batched = printed(nb, "gate = threading.Barrier(len(NAMES))")
@@ -471,8 +486,8 @@ def test_stop_2_5_reads_notebook_10_and_its_activity_gives_the_expected_result()
     assert "LABKIT_SCRATCH_SECONDS=20" in (ROOT / "Makefile").read_text()
     assert "half a minute" in nb.cells[0].source
     assert "masked     loss fell: True" in printed(nb, 'print(f"{name:<10} loss fell:')
-    says(stop_text("2.3"), "trains for half a minute by default", "the cell prints the new value beside labkit's",
-         "`torch.allclose` prints False")
+    says(stop_text("2.3"), "the cell prints the new value beside labkit's", "`torch.allclose` prints False")
+    says(stop_text("2.4"), "each model trains for half a minute by default")
     says(flat(course()), "half a minute per model by default, 20 seconds under the checks")
 
     # the activity, run: the loss by hand without its weight, on step 0's batch

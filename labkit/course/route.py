@@ -37,44 +37,38 @@ class Stop:
 ROUTE = {
     # session 1 (core): what a masked diffusion LM is, and how it decodes
     "1.1": Stop("01_quickstart.ipynb", (
-        ("section", "01 · Quickstart"), ("section", "Generate"), ("section", "Step through the denoising"))),
+        ("cell", "out = lk.generate(lm, PROMPT, sampler, seed=SEED, **settings)"),
+        ("cell", 'lk.viz.heatmap(trace, lm, kind="state")'), ("cell", 'lk.viz.heatmap(trace, lm, kind="confidence")'),
+        ("cell", "conf = trace.confidence()[:, 0].float()"), ("cell", "order = trace.commit_step()[0, P:]"))),
     "1.2": Stop("02_step_through.ipynb", (
-        ("section", "View 1"), ("section", "What low-confidence remasking does"),
-        ("section", "Build it yourself"), ("cell", "**3.** Compare `lk.LowConfidence(score=\"margin\")`"),
-        ("cell", "margin = run(lk.LowConfidence(score=\"margin\"))")),
-        live=("def my_generate(", "mine = my_generate(lm, PROMPT)"), activity_minutes=6, walked=("def my_generate(",)),
-    "1.3": Stop("03_parallel_decoding.ipynb", (
-        ("section", "Fixed-k against threshold"), ("section", "Why the plain model cannot go parallel"),
-        ("section", "The speed-quality frontier"))),
+        ("cell", "order = trace.commit_step()[0, P:]                      # (64,)"),
+        ("cell", 'rand = run(lk.LowConfidence(remasking="random"))'), ("cell", "def my_generate("),
+        ("cell", "mine = my_generate(lm, PROMPT)"), ("cell", "**3.** Compare `lk.LowConfidence(score=\"margin\")`"),
+        ("cell", 'margin = run(lk.LowConfidence(score="margin"))')),
+        live=("def my_generate(", "mine = my_generate(lm, PROMPT)"), activity_minutes=4, walked=("def my_generate(",)),
+    "1.3": Stop("03_parallel_decoding.ipynb", (("cell", "rules = {"), ("cell", "import matplotlib.pyplot as plt"))),
     "1.4": Stop(None),
     # session 2: where diffusion wins, the panel, and how it is trained
-    "2.1": Stop("05_lab_panel.ipynb", (
-        ("section", "The panel"), ("section", "Driving the panel from code"), ("section", "Side by side")),
-        live=("lab = lk.widgets.Lab(lm, PROMPT)", "for preset in (\"S mode\", \"Q mode\"):")),
+    "2.1": Stop("05_lab_panel.ipynb", (("cell", "lab = lk.widgets.Lab(lm, PROMPT)"),),
+                live=("lab = lk.widgets.Lab(lm, PROMPT)",)),
     "2.2": Stop("11_where_diffusion_wins.ipynb", (
-        ("cell", "A 6×6 Sudoku (digits 1–6"), ("cell", "runs = {k: lk.generate(sd, puzzles, rule, seed=SEED)"),
-        ("cell", "One run seen whole"), ("cell", "lk.viz.commit_grid("), ("cell", "Over every held-out puzzle"),
-        ("cell", 'print(tables.table(result, "sudoku", "sudoku"))'),
-        ("cell", 'best = tables.best_order(result, "sudoku", "sudoku")'), ("cell", "Read the four lines"))),
-    "2.3": Stop("10_train_from_scratch.ipynb", (
-        ("section", "The masked loss by hand"), ("section", "Where the 1/t comes from"),
-        ("cell", "The curves side by side"), ("cell", "lk.viz.loss_figure("),
-        ("cell", "The two losses are not on the same scale")),
-        live=("def masked_loss_by_hand(",), activity_minutes=5, walked=("def masked_loss_by_hand(",)),
+        ("cell", "runs = {k: lk.generate(sd, puzzles, rule, seed=SEED)"), ("cell", "lk.viz.commit_grid("),
+        ("cell", 'best = tables.best_order(result, "sudoku", "sudoku")'))),
+    "2.3": Stop("10_train_from_scratch.ipynb", (("cell", "def masked_loss_by_hand("), ("section", "Where the 1/t comes from")),
+                live=("def masked_loss_by_hand(",), activity_minutes=5),
     "2.4": Stop(None),
     # session 3 (optional): editing, control, speed and serving
-    "3.1": Stop("11_where_diffusion_wins.ipynb", (("section", "4 · Facts asked backwards"), ("section", "5 · Mirror"))),
+    "3.1": Stop("11_where_diffusion_wins.ipynb", (
+        ("cell", "for label, question in ("),)),
     "3.2": Stop("04_draft_and_edit.ipynb", (
-        ("section", "S and Q mode side by side"), ("cell", "Where do S and Q sit on it?"),
-        ("cell", "s, q = sweep[0.5, 0.0], sweep[0.7, 0.5]"), ("cell", "On these 6 prompts S mode"))),
+        ("cell", 'runs = {"S": lk.DraftEdit.speed()'), ("cell", "s, q = sweep[0.5, 0.0], sweep[0.7, 0.5]"))),
     "3.3": Stop("06_controls.ipynb", (
-        ("section", "1 · Pin"), ("section", "The methods at scale"), ("section", "4 · ReNoise"))),
+        ("cell", "out = lk.generate(lm, PROMPT, rule, controls=[lk.Pin(12"), ("cell", 'line = "Come, you spirits'))),
     "3.4": Stop("07_profiling.ipynb", (
-        ("section", "1 · The step timer"), ("section", "5 · labkit's own cost"),
-        ("cell", "print(\"forward passes per answer:\""))),
+        ("cell", "timers = {}"), ("cell", "for name, t in timers.items():"),
+        ("cell", 'o = json.loads((RESULTS / "overhead.json").read_text())'))),
     "3.5": Stop("09_serving.ipynb", (
-        ("section", "Talk to it with the official client"), ("section", "Streaming"),
-        ("section", "Requests that arrive together are batched"))),
+        ("cell", "client = openai.OpenAI(base_url=BASE_URL"), ("cell", 'ROOT = BASE_URL.removesuffix("/v1")'))),
     "3.6": Stop(None),
 }
 SESSIONS = "123"                # 1 and 2 the core, 3 optional
