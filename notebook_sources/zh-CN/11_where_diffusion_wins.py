@@ -381,7 +381,7 @@ for name, rule in (("low-confidence", "low_confidence"), ("threshold 0.5", lk.Th
 # %% [markdown]
 # 现在把各任务上的规则与它们的速度对照（左），旁边是同样的规则在莎士比亚模型上的结果（右：gen-PPL 表示为每步一个
 # token 解码时的倍数，`benchmarks/results/samplers.json`）。答案确定的地方，速度是免费的；模型不确定的地方，每次前向
-# 多写一个 token 都可能损失质量。置信度跟随可预测性。
+# 多写一个 token 都可能损失质量。答案越好预测，模型就越有把握。
 
 # %%
 # NBVAL_IGNORE_OUTPUT

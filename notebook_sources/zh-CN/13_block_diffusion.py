@@ -333,7 +333,7 @@ for label, key in (("one speech (stop at the speech break)", "one_speech"), ("cl
 print("the stop saves >= 30% of passes on answers that end early:", R["stop"]["one_speech"]["saved"] >= 0.30)
 
 # %% [markdown]
-# 第二行才是说实话的地方：语料只在一部剧结束处写 EOS，所以在它上面训练的模型几乎从不写 EOS，即使在一部剧的收场台词
+# 要紧的是第二行：语料只在一部剧结束处写 EOS，所以在它上面训练的模型几乎从不写 EOS，即使在一部剧的收场台词
 # 之后也是如此；让它的回答结束的，是停止字符串。
 #
 # ## 8 · Conversion from an AR model, against training from scratch（从 AR 模型转换，对比从零训练）
