@@ -31,6 +31,16 @@ def default_sampler(lm: Denoiser):
     return resolve(default_rule(lm))
 
 
+DEFAULT_BLOCK = 32         # the decoding block when none is given and the model has no block size of its own
+
+
+def block_for(lm: Denoiser) -> int:
+    """The decoding block when none is given: a block-diffusion model decodes in its own blocks (in
+    longer ones its later model blocks would be written from noisy earlier ones, which its training
+    never shows it: notebook 13, section 5); any other model in DEFAULT_BLOCK."""
+    return model_block(lm) or DEFAULT_BLOCK
+
+
 def check_knobs(sampler, *, gen_length: int, block_length: int, steps: int, cfg_scale: float = 0.0,
                 penalty_lambda: float = 0.0) -> int:
     """The canvas and loop knobs (samplers.knobs.LOOP), checked without a model (the CLI checks
@@ -314,7 +324,7 @@ def _step(run: _Run, state: DecodeState, live: torch.Tensor) -> StepRecord:
     return replace(rec, seconds=time.perf_counter() - t0, active=live)
 
 
-def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_length: int = 32,
+def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_length: int | None = None,
            steps: int = 64, cfg_scale: float = 0.0, eos_early_stop: bool = False,
            penalty_lambda: float = 0.0, generator: torch.Generator | None = None,
            seed: int | None = None, controls=(), accel: Accel | None = None, stop=()) -> Iterator[StepRecord]:
@@ -325,7 +335,8 @@ def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_le
     sampler: a rule object (lk.Threshold(), ...) or a rule name ("speed", "threshold", ...;
     labkit.samplers.registry.NAMES); None is LLaDA's rule (left to right for a causal model).
     The canvas is gen_length masks after the prompt, decoded in gen_length / block_length
-    semi-autoregressive blocks of steps / num_blocks steps each. Every knob is checked when
+    semi-autoregressive blocks of steps / num_blocks steps each (block_length None: the model's own
+    block size for a block-diffusion model, else DEFAULT_BLOCK; `block_for`). Every knob is checked when
     stream() is called, before the first step. A task model's question (a Sudoku's 36 cells,
     "12345+67890": labkit.models.formats) is read in its trained layout, the canvas fitted to its
     answer (gen_length = the answer, one block unless a smaller block_length divides it, at most
@@ -348,8 +359,8 @@ def stream(lm: Denoiser, prompt, sampler=None, *, gen_length: int = 64, block_le
     needed); texts are cut before it. With a block model the answer's length is then not fixed in
     advance: the canvas is a maximum, and blocks after the stop are never decoded."""
     sampler = resolve(sampler) or default_sampler(lm)
-    knobs = dict(gen_length=gen_length, block_length=block_length, steps=steps, cfg_scale=cfg_scale,
-                 eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
+    knobs = dict(gen_length=gen_length, block_length=block_for(lm) if block_length is None else block_length, steps=steps,
+                 cfg_scale=cfg_scale, eos_early_stop=eos_early_stop, penalty_lambda=penalty_lambda)
     prompt, canvases, knobs = fit_question(lm, prompt, knobs)
     run = _prepare(lm, prompt, sampler, generator=generator, seed=seed, controls=ctl.check(controls),
                    accel=check_accel(accel), canvases=canvases, stop=stop, **knobs)
@@ -384,7 +395,7 @@ def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int, stop
 
 
 def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] | None = None,
-             gen_length: int = 64, block_length: int = 32, steps: int = 64, cfg_scale: float = 0.0,
+             gen_length: int = 64, block_length: int | None = None, steps: int = 64, cfg_scale: float = 0.0,
              eos_early_stop: bool = False, penalty_lambda: float = 0.0,
              generator: torch.Generator | None = None, seed: int | None = None, controls=(),
              on_start: Callable[[Trace], None] | None = None, accel: Accel | None = None, stop=()) -> Output:
@@ -399,6 +410,7 @@ def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecor
     tps (tokens per second, all rows). `accel`: as in stream().
     A model whose canvas starts from uniform noise (DiffusionGemma) has no mask to fill: it runs
     its own generate(), recorded step by step (labkit.recorded.generate_uniform)."""
+    block_length = block_for(lm) if block_length is None else block_length
     if getattr(lm.family, "noise", None) == "uniform":
         if stop:
             raise ValueError("stop: a model whose canvas starts from uniform noise runs its own generate(), "

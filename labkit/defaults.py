@@ -10,6 +10,7 @@ the 0.9 nucleus (how it was chosen: docs/benchmarks.md, "Sampling defaults").
 """
 from __future__ import annotations
 
+from .decode import DEFAULT_BLOCK
 from .samplers import registry
 from .samplers.low_confidence import LowConfidence
 
@@ -17,7 +18,7 @@ MODEL = "tiny"
 PARALLEL_MODEL = "tiny-cap"      # the S / Q presets' model unless the user chose another
 MIN_PARALLEL_TPF = 1.2           # below this a parallel rule is not really decoding in parallel
 GEN_LENGTH = 64
-BLOCK_LENGTH = 32
+BLOCK_LENGTH = DEFAULT_BLOCK        # a block-diffusion model's own block size comes first (decode.block_for)
 STEPS = 64
 TEMPERATURE = 1.0
 TOP_P = registry.DEFAULT_TOP_P   # the nucleus at temperature > 0

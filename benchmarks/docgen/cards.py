@@ -40,6 +40,8 @@ def _extras(cfg: dict) -> list[str]:
                      "tokens (a block sees itself and the blocks before it), trained in one pass over the noisy "
                      "canvas and the clean sequence side by side, each block masked at its own rate t with CE / t "
                      "(`losses.block_diffusion_loss`); exact KV cache: `labkit.models.kv_cache.BlockCache`.")
+        lines.append(f"- Decodes in its own blocks of {cfg['block_size']} by default: `lk.generate`, `labkit generate`, "
+                     "`labkit serve` and the panel use them when no block length is given (`labkit.decode.block_for`).")
     if cfg.get("block_warmup"):
         lines.append(f"- Block-size warm-up (LLaDA2.0): blocks of 1, 2, 4 ... up to {cfg['block_size']} over the first "
                      f"{cfg['block_warmup']} steps (`convert.block_at`); at block 1 the converted model is the AR model.")

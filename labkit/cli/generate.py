@@ -8,7 +8,7 @@ import time
 from .. import defaults
 from ..accel import COMPILE_MODES, Accel, compiled
 from ..controls import Ban, Keywords, Pin
-from ..decode import chat_text, check_knobs, check_seed, generate
+from ..decode import block_for, chat_text, check_knobs, check_seed, generate
 from ..models.kv_cache import DualCache, PrefixCache
 from ..models.load import embedded_kind
 from ..samplers import knobs, registry
@@ -40,8 +40,9 @@ def sampler_args(g) -> None:
     (labkit.samplers.knobs): a knob added to the registry gets its flag and help here."""
     g.add_argument("--gen-length", type=int, default=defaults.GEN_LENGTH, action=Given,
                    help=f"{_help(knobs.GEN_LENGTH)} (default {defaults.GEN_LENGTH}; a task model's puzzle: its answer)")
-    g.add_argument("--block-length", type=int, default=defaults.BLOCK_LENGTH, action=Given,
-                   help=_help(knobs.BLOCK_LENGTH))
+    g.add_argument("--block-length", type=int, default=None, action=Given,
+                   help=f"{_help(knobs.BLOCK_LENGTH)} (default: a block-diffusion model's own block size, else "
+                        f"{defaults.BLOCK_LENGTH})")
     g.add_argument("--steps", type=int, action=Given, help=f"{_help(knobs.STEPS)} (default {defaults.STEPS}; "
                    "rules that run until each block is done ignore it)")
     rule_args(g)
@@ -172,6 +173,8 @@ def rule_after_load(a, lm, name: str, sampler, notes: list[str]):
     """The rule for the loaded model (a causal model: autoregressive; a family with its own rule,
     e.g. LLaDA2.x: quality, unless --sampler says otherwise), checked again; prints the notes."""
     own = registry.default_rule(lm)       # a causal model: autoregressive; LLaDA2.x: quality
+    if a.block_length is None:
+        a.block_length = block_for(lm)     # a block model's own block size, else the lab's default
     if a.sampler is None and name != own:
         name, sampler, notes = sampler_from_flags(a, default=own)          # its flags checked again
     check_knobs(sampler, **_knobs(a))
@@ -181,7 +184,10 @@ def rule_after_load(a, lm, name: str, sampler, notes: list[str]):
 
 
 def _knobs(a) -> dict:
-    return dict(gen_length=a.gen_length, block_length=a.block_length, steps=a.steps, cfg_scale=a.cfg_scale,
+    """The loop's knobs from the flags; before the model is loaded an unset block length (the model's
+    own, rule_after_load) is checked as one block, and checked again once it is known."""
+    block = a.gen_length if a.block_length is None else a.block_length
+    return dict(gen_length=a.gen_length, block_length=block, steps=a.steps, cfg_scale=a.cfg_scale,
                 penalty_lambda=a.penalty_lambda)
 
 

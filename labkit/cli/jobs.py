@@ -10,7 +10,6 @@ import json
 import os
 import sys
 
-from .. import defaults
 from ..serve import batch as jobs  # `batch` is this module's command
 from ..serve import endpoint
 from ..serve.batch import EndpointBackend, LocalBackend
@@ -94,7 +93,7 @@ def _endpoint_backend(a):
                   "steps": a.steps if a.steps_given else None,
                   "eos_early_stop": a.eos_early_stop or None, "penalty_lambda": a.penalty_lambda or None,
                   "cfg_scale": a.cfg_scale or None,
-                  "block_length": None if a.block_length == defaults.BLOCK_LENGTH else a.block_length}
+                  "block_length": a.block_length if a.block_length_given else None}
     for knob, value in local_only.items():
         if value is not None:
             raise ValueError(f"--{knob.replace('_', '-')}: not sent with --endpoint (only "

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from .. import defaults
 from ..controls import Keywords
 from ..decode import check_knobs
+from ..models.handle import model_block
 from ..prompts import chat_text
 from ..samplers import knobs as kn  # `knobs` is this module's function below
 from ..samplers import registry
@@ -278,10 +279,13 @@ def _keywords(body: dict) -> tuple[str, ...]:
 
 
 def _block(lm, body: dict, max_tokens: int, longest_prompt: int) -> tuple[int, int]:
-    """(block_length, gen_length): the canvas is max_tokens rounded up to whole blocks, and must fit."""
+    """(block_length, gen_length): the canvas is max_tokens rounded up to whole blocks (a block model's
+    own when the request names none), and must fit."""
     limit = lm.max_length
     block = _get_int(body, "block_length", None, 1, MAX_TOKENS)
-    if block is None:
+    if block is None and model_block(lm):
+        block = model_block(lm)               # a block-diffusion model decodes in its own blocks
+    elif block is None:
         block = min(defaults.BLOCK_LENGTH, max_tokens)
         if limit is not None and longest_prompt + -(-max_tokens // block) * block > limit:
             block = max_tokens                # rounding up would not fit: the answer is one block

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from .. import defaults
-from ..decode import generate
+from ..decode import block_for, generate
 from ..models.handle import Denoiser
 from ..samplers import registry
 from . import viz
@@ -19,7 +19,7 @@ class Compare:
     names (labkit.samplers.registry.NAMES, "speed" and "quality" included)."""
 
     def __init__(self, lm: Denoiser, prompt: str = "ROMEO:\nBut soft, what light", *, left: str = "low_confidence",
-                 right: str = "speed", gen_length: int = 64, block_length: int = 32, steps: int = 64,
+                 right: str = "speed", gen_length: int = 64, block_length: int | None = None, steps: int = 64,
                  seed: int = 0, left_knobs: dict | None = None, right_knobs: dict | None = None,
                  run: bool = True):
         import ipywidgets as w  # the lab's extra: only when a Compare is built
@@ -33,6 +33,7 @@ class Compare:
         self.right = w.Dropdown(options=choices, value=right, description="right")
         self.knobs = {"left": dict(left_knobs or {}), "right": dict(right_knobs or {})}
         self.seed = w.IntText(seed, description="seed", layout=w.Layout(width="220px"))
+        block_length = block_for(lm) if block_length is None else block_length    # a block model: its own
         self.canvas = dict(gen_length=gen_length, block_length=block_length, steps=steps)
         self.generate_button = w.Button(description="Compare", button_style="primary")
         self.scrubber = Scrubber(self.show_step)

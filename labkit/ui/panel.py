@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from .. import defaults
 from ..controls import Keywords
+from ..decode import block_for
 from ..models.formats import formats_of
-from ..models.handle import Denoiser
+from ..models.handle import Denoiser, model_block
 from ..models.load import EMBEDDED, load
 from ..samplers import knobs as kn  # `knobs`: the keyword arguments of make_rule below
 from ..samplers import registry
@@ -186,13 +187,21 @@ class _ModelChoice:
             finally:
                 self._switching = False
             return
-        self.lm = lm
+        old, self.lm = self.lm, lm
+        if model_block(lm) or model_block(old):      # into or out of a block model: its own blocks, or the default
+            self.block_length.value = self._default_block()
         choices = self._sampler_choices(lm)
         if tuple(self.sampler.options) != choices:
             keep = self.sampler.value if self.sampler.value in choices else choices[0]
             self.sampler.options = choices
             self.sampler.value = keep
         self._enable()
+
+    def _default_block(self) -> int:
+        """The model's own block size for a block model; else 32, or the whole answer when gen_length
+        is not a multiple of 32."""
+        own = model_block(self.lm)
+        return own or (32 if self.gen_length.value % 32 == 0 else self.gen_length.value)
 
     def select_model(self, name: str) -> None:
         """Choose the model, as the menu does (presets then keep it)."""
@@ -212,7 +221,7 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
     run in the background, as the mouse does, and `lab.wait()` waits for it."""
 
     def __init__(self, lm: Denoiser, prompt: str = DEFAULT_PROMPT, *, sampler: str | None = None,
-                 gen_length: int = 64, block_length: int = 32, steps: int = 64, temperature: float = 0.0,
+                 gen_length: int = 64, block_length: int | None = None, steps: int = 64, temperature: float = 0.0,
                  seed: int = 0, keywords: str = "", views: tuple[str, ...] = VIEWS, run: bool = True,
                  live_every: float = LIVE_EVERY, **knobs):
         """`knobs`: values for rule knobs (threshold=0.8, ...); a knob not given starts at the rule's own default."""
@@ -237,6 +246,7 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         if sampler not in choices:
             raise ValueError(f"sampler must be one of {', '.join(choices)} for model {lm.name!r}, got {sampler!r}")
         self._controls(prompt, choices, sampler, keywords, seed)
+        block_length = block_for(lm) if block_length is None else block_length    # a block model: its own blocks
         self._knobs(lm, sampler, gen_length, block_length, steps, temperature, knobs)
         self._outputs()
         self._wire()
@@ -335,8 +345,8 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
             self.gen_length.value, self.block_length.value, self.steps.value = n, n, n
 
     def apply_preset(self, label: str):
-        """S mode / Q mode: DraftEdit with LLaDA2.1's thresholds and block 32 (the whole answer
-        when gen_length is not a multiple of 32), then Generate. Unless the user picked the model,
+        """S mode / Q mode: DraftEdit with LLaDA2.1's thresholds and block 32 (a block model: its own
+        block size; the whole answer when gen_length is not a multiple of 32), then Generate. Unless the user picked the model,
         an embedded model that cannot decode in parallel gives way to defaults.PARALLEL_MODEL."""
         if label not in PRESETS:
             raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {label!r}")
@@ -357,7 +367,7 @@ class Lab(_Knobs, _ModelChoice, Running, Drawing):
         knobs = preset_knobs(PRESETS[label])
         self.threshold.value = knobs["threshold"]
         self.editing_threshold.value = knobs["editing_threshold"]
-        self.block_length.value = 32 if self.gen_length.value % 32 == 0 else self.gen_length.value
+        self.block_length.value = self._default_block()
         out = self.run()
         if switched and out is not None and not self.notice:
             self.notice = show_notice(self.note, f"{label} runs on {defaults.PARALLEL_MODEL}, the lab's model for "
