@@ -9,7 +9,7 @@
 # %% [markdown]
 # # 12 · Rewards: teaching a diffusion LM when to keep and when to edit
 #
-# *About 30 minutes to read and run, exercises apart · needs: notebook 11 · Where diffusion wins · next: notebook 10 · Train from scratch.*
+# *About 35 minutes to read and run, exercises apart · needs: notebook 11 · Where diffusion wins · next: notebook 10 · Train from scratch.*
 #
 # **The question:** LLaDA2.1's article credits a reinforcement-learning stage for what its
 # draft-and-edit decoding does well: "the point of RL is not only a higher score, but to teach the model

@@ -9,7 +9,7 @@
 # %% [markdown]
 # # 13 · Block diffusion, and a diffusion LM made from an AR one
 #
-# *About 25 minutes to read and run, exercises apart · needs: notebook 10 · Train from scratch · next: notebook 06 · Controls.*
+# *About 30 minutes to read and run, exercises apart · needs: notebook 10 · Train from scratch · next: notebook 06 · Controls.*
 #
 # **The question:** LLaDA2.x, whose draft-and-edit notebook 04 teaches, is not a model that attends
 # over its whole canvas. It is a **block-diffusion** model: inside a block attention is bidirectional,

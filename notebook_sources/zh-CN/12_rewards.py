@@ -16,7 +16,7 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 12 · Rewards: teaching a diffusion LM when to keep and when to edit（奖励：教扩散语言模型何时保留、何时编辑）
 #
-# *阅读并运行约 30 分钟，不含练习 · 前置：notebook 11（扩散模型在哪里胜出） · 下一步：notebook 10（从零训练）。*
+# *阅读并运行约 35 分钟，不含练习 · 前置：notebook 11（扩散模型在哪里胜出） · 下一步：notebook 10（从零训练）。*
 #
 # **问题：** LLaDA2.1 的文章把它的“草稿—编辑”解码做得好的地方归功于一个强化学习（RL）阶段：“RL 的意义不只是得到更高的分数，而是教会模型何时坚持己见、何时自我修正”。Notebook 11 展示了这一点在哪里要紧：在数独上，每一次编辑都可以检验，可是 `tiny-sudoku` 的 S 模式（极速模式）并不占优：一个简单的置信度阈值规则每次前向写下的格子比它多，准确率却与它相当（见本 notebook 第 7 节的表）。这里你将亲手写出掩码扩散语言模型强化学习的各个部件，逐一与 `labkit.training.rl` 核对，现场跑几步，再看看强化学习对仓库中两个模型做了什么：`tiny-sudoku-rl-elbo`（第一个配方，以每个答案的 ELBO 为替代目标，训练 400 步）和 `tiny-sudoku-rl`（训练 100 步，学的是 S 模式和 Q 模式自己的落定与编辑决定，并用较强的 KL 拉住起点模型）。
 #

@@ -16,7 +16,7 @@ if os.path.basename(os.getcwd()) == "zh-CN":
 # %% [markdown]
 # # 13 · Block diffusion, and a diffusion LM made from an AR one（块扩散，以及由 AR 模型改造而来的扩散语言模型）
 #
-# *阅读并运行约 25 分钟，不含练习 · 前置：notebook 10（从零训练） · 下一步：notebook 06（内容控制）。*
+# *阅读并运行约 30 分钟，不含练习 · 前置：notebook 10（从零训练） · 下一步：notebook 06（内容控制）。*
 #
 # **问题：** notebook 04 讲的“草稿—编辑”解码用的是 LLaDA2.x，而它并不是一个在整张画布上做注意力的模型。它是一个
 # **块扩散**（block diffusion）模型：块内的注意力是双向的，块与块之间是因果的；而且它是从一个自回归模型（Ling）
