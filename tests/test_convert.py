@@ -196,7 +196,8 @@ def test_the_sudoku_twin_on_the_grid_canvas():
 @pytest.mark.parametrize("kw, match", [
     (dict(objective="ar"), "converts one task's AR twin"),
     (dict(tasks=(("reversal", 0.8), ("mirror", 0.2)), seq_len=22), "converts one task's AR twin"),
-    (dict(cap_weight=0.5), "takes no distill, cap_weight or edit_stutter"),
+    (dict(cap_weight=0.5), "takes no distill, cap_weight, edit_stutter or eos_every_speech"),
+    (dict(eos_every_speech=True), "takes no distill, cap_weight, edit_stutter or eos_every_speech"),
 ])
 def test_bad_task_conversions_are_refused(kw, match):
     base = dict(data="tasks", init_from="tiny-sudoku-ar", tasks=(("sudoku", 1.0),), seq_len=37)

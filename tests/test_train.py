@@ -267,3 +267,28 @@ def test_task_recipes_are_checked():
         TrainConfig(data="tasks", tasks=(("sudoku", 0.5), ("mirror", 0.5)), seq_len=37)
     with pytest.raises(ValueError, match="data='tasks' only"):
         TrainConfig(tasks=(("sudoku", 1.0),))
+
+
+def test_eos_every_speech_ends_each_speech_and_nothing_else_changes(tmp_path, small_corpus, monkeypatch):
+    """Issue 53, answers that stop: with eos_every_speech the corpus holds one EOS per speech (the
+    default: one per play), between the same tokens; a training run reads the config's choice."""
+    import labkit.training.loop
+    from labkit.models.load import weights_dir
+    from labkit.models.tokenizer import load_tokenizer
+    from labkit.training.corpus import SPEECH_BREAK
+
+    tok = load_tokenizer(weights_dir() / "tiny")
+    plays = list(labkit.training.corpus.load_plays("train").values())
+    plain, ended = Corpus(tok, plays), Corpus(tok, plays, eos_every_speech=True)
+    speeches = sum(len(p.split(SPEECH_BREAK)) for p in plays)
+    eos = tok.eos_token_id
+    assert int((plain.ids == eos).sum()) == len(plays) and int((ended.ids == eos).sum()) == speeches
+    assert torch.equal(ended.ids[ended.ids != eos], plain.ids[plain.ids != eos])       # the same text between
+    assert len(ended.starts) == len(plain.starts) == speeches
+    assert all(int(ended.ids[s - 1]) == eos for s in ended.starts[1:].tolist()[:50])  # each speech follows an EOS
+    seen = []
+    monkeypatch.setattr(labkit.training.loop, "Corpus", lambda t, texts, every=False: seen.append(every) or Corpus(t, texts))
+    cfg = TrainConfig(vocab_size=300, hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seq_len=32,
+                      batch_size=2, steps=1, warmup=1, eos_every_speech=True)
+    train(cfg, tmp_path / "e", progress=False, log=lambda *_: None)
+    assert seen == [True]

@@ -95,14 +95,19 @@ def load_plays(split: str = "train") -> dict[str, str]:
 
 class Corpus:
     """Token stream of the training plays, one speech at a time, with speech start offsets.
-    Batches are a pure function of (seed, step), so a resumed run sees the same data."""
+    Batches are a pure function of (seed, step), so a resumed run sees the same data.
+    The EOS token ends each play; with `eos_every_speech` it ends every speech too, so a model
+    learns where an answer to "SPEAKER:" ends (the plays alone write it about once a play)."""
 
-    def __init__(self, tokenizer, texts: list[str]):
+    def __init__(self, tokenizer, texts: list[str], eos_every_speech: bool = False):
         ids, starts = [], []
         for text in texts:
-            for speech in text.split(SPEECH_BREAK):
+            speeches = text.split(SPEECH_BREAK)
+            for i, speech in enumerate(speeches):
                 starts.append(len(ids))
                 ids.extend(tokenizer(speech.strip("\n") + SPEECH_BREAK)["input_ids"])
+                if eos_every_speech and i < len(speeches) - 1:     # the play's last speech: its EOS below
+                    ids.append(tokenizer.eos_token_id)
             ids.append(tokenizer.eos_token_id)
         self.ids = torch.tensor(ids, dtype=torch.long, device=CPU)     # (N,)
         self.starts = torch.tensor(starts, dtype=torch.long, device=CPU)   # (S,)

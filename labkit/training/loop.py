@@ -193,7 +193,7 @@ def setup(cfg: TrainConfig, out: str | Path, log, device: str | torch.device) ->
     else:
         texts = list(load_plays("train").values())
         tokenizer = load_or_make_tokenizer(cfg, out, texts)
-        corpus = Corpus(tokenizer, texts) if not cfg.distill or cfg.distill_mix else None
+        corpus = Corpus(tokenizer, texts, cfg.eos_every_speech) if not cfg.distill or cfg.distill_mix else None
     device = torch.device(device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device='cuda' but torch sees no GPU here; use device='cpu'")

@@ -55,6 +55,7 @@ class TrainConfig:
     distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
     distill_temperature: float = 0.0  # the teacher's sampling temperature (0 = greedy answers)
     distill_top_p: float = 1.0     # ... within this nucleus (1.0 = the whole distribution)
+    eos_every_speech: bool = False  # EOS after every speech of the plays, not only a play's end (answers that stop)
     distill_mix: float = 0.0       # share of each distillation batch drawn from the corpus instead
                                    # (plain masked diffusion: keeps the variety of real text)
     block_size: int = 0            # > 0: block diffusion (LLaDA2.x, BD3-LM): block-causal attention,
@@ -109,8 +110,8 @@ class TrainConfig:
             raise ValueError(f"cap_weight must be >= 0, got {self.cap_weight}")
         if (self.cap_weight or self.edit_prob or self.shift_logits or self.distill) and self.objective != "diffusion":
             raise ValueError("shift_logits, cap_weight, edit_prob and distill apply to objective='diffusion' only")
-        if self.data == "tasks" and (self.distill or self.cap_weight or self.edit_stutter):
-            raise ValueError("data='tasks' takes no distill, cap_weight or edit_stutter")
+        if self.data == "tasks" and (self.distill or self.cap_weight or self.edit_stutter or self.eos_every_speech):
+            raise ValueError("data='tasks' takes no distill, cap_weight, edit_stutter or eos_every_speech")
         if self.data == "tasks" and self.init_from and (self.objective != "diffusion" or len(self.tasks) != 1):
             raise ValueError("data='tasks' with init_from converts one task's AR twin to a masked model: "
                              "objective='diffusion' and a single task")
