@@ -16,13 +16,13 @@ import json
 import math
 import re
 import shlex
-from datetime import datetime
 from pathlib import Path
 
 import nbformat
 from notebook_cells import code_cell
 from notebook_cells import output as printed
 
+from labkit.course.guide import WORD, outputs_shown, run_seconds  # one counting for the course and the guide
 from labkit.course.route import ROUTE, SESSIONS, course_stops, notebook, stop_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,28 +45,11 @@ ASK_MINUTES = 2.04
 STOP_MINUTES = 1.93
 SESSION_MINUTES = 45            # a class hour's session
 SESSION_BUDGET = 40             # what a session's stops may take under the model, leaving slack
-WORD = re.compile(r"\S*[^\W_]\S*")      # a whitespace-separated token with a letter or a digit in it
 
 
 # ---------------------------------------------------------------- the route, as the dry run walks it
 
 # ---------------------------------------------------------------- reading notebooks and the course
-
-def outputs_shown(cell) -> int:
-    """One for a cell's printed text (however many prints), one per figure, table, page or widget."""
-    outs = cell.get("outputs", [])
-    text = any(o.output_type == "stream" or ("data" in o and set(o.data) <= {"text/plain"}) for o in outs)
-    rich = sum(1 for o in outs if "data" in o and set(o.data) - {"text/plain"})
-    return int(text) + rich
-
-
-def run_seconds(cell) -> float:
-    """The cell's stored run time: execution metadata, iopub.execute_input to shell.execute_reply."""
-    meta = cell.metadata["execution"]
-    start, end = (datetime.fromisoformat(meta[k].replace("Z", "+00:00"))
-                  for k in ("iopub.execute_input", "shell.execute_reply"))
-    return (end - start).total_seconds()
-
 
 def words(text: str) -> int:
     return len(WORD.findall(text))

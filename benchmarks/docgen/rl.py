@@ -7,10 +7,10 @@ import json
 
 from labkit.bench.rl import SEED_LABELS, reward_tenths
 from labkit.bench.tasks import AR_LABEL
-from labkit.models.load import model_folder
+from labkit.samplers.draft_edit import DraftEdit
 
 from .markdown import markdown_table
-from .targets import reward_rise, seed_tenths
+from .targets import reward_rise, rl_record, seed_tenths
 from .tasks import accuracy_cell
 
 SEED_KEYS = {"rl": "seeds", "rl_elbo": "seeds_elbo"}     # the model's key in runs → its seeds' key
@@ -74,8 +74,7 @@ def markdown_targets(result: dict) -> str:
 def markdown_seeds(result: dict, model: str = "rl") -> str:
     """A recipe with three seeds: seed 0 is the committed model (its rows from `runs[model]`, its
     reward from its training record); model "rl" reads `seeds`, "rl_elbo" `seeds_elbo`."""
-    history = json.loads((model_folder(result["models"][model]) / "training.json").read_text())["rl"]["history"]
-    zero = {"reward_tenths": reward_tenths(history),
+    zero = {"reward_tenths": reward_tenths(rl_record(result, model)["history"]),
             "runs": [r for r in result["runs"][model] if r["label"] in SEED_LABELS]}
     rows = []
     for seed, s in {"0": zero, **result.get(SEED_KEYS[model], {})}.items():
@@ -121,8 +120,7 @@ def control_moved(result: dict) -> str:
     start = {r["label"]: r["tasks"]["sudoku"] for r in result["runs"]["start"]}
     s, s0 = rl["S mode"], start["S mode"]
     ar0, ar1 = (result["runs"][k]["tasks"]["sudoku"]["accuracy"] for k in ("ar_start", "ar_rl"))
-    history = json.loads((model_folder(result["models"]["rl_elbo"]) / "training.json").read_text())["rl"]["history"]
-    reward = reward_tenths(history)
+    reward = reward_tenths(rl_record(result, "rl_elbo")["history"])
     t9 = (start["threshold 0.9"], rl["threshold 0.9"])
     lc = (start["low-confidence"]["accuracy"], rl["low-confidence"]["accuracy"])
     sooner = t9[1]["tpf"] > t9[0]["tpf"] and t9[1]["accuracy"] < t9[0]["accuracy"]
@@ -244,10 +242,11 @@ def decisions_calibration(result: dict) -> str:
     rows = {k: {r["label"]: r["tasks"]["sudoku"]["accuracy"] for r in result["runs"][k]} for k in ("start", "rl")}
     drop = ", ".join(f"{t} {100 * (rows['rl'][t] - rows['start'][t]):+.1f}" for t in ("threshold 0.9", "threshold 0.7",
                                                                                      "threshold 0.5") if t in rows["rl"])
+    s_at, q_at = DraftEdit.speed().threshold, DraftEdit.quality().threshold
     return (f" `{m['rl']}`, its decisions learned under a KL to the start: {100 * c['confident_share']:.0f}% of its "
             f"predictions at ≥ 0.9 with {100 * c['confident_wrong']:.2f}% of those wrong (`tiny-sudoku`: "
             f"{100 * a['confident_share']:.0f}%, {100 * a['confident_wrong']:.2f}%). Its "
-            f"middle bins, where its rollouts decided (S mode commits at 0.5, Q mode at 0.7), moved in accuracy by "
+            f"middle bins, where its rollouts decided (S mode commits at {s_at}, Q mode at {q_at}), moved in accuracy by "
             f"{moves} points; the threshold rules that read them moved with them ({drop} points).")
 
 
@@ -262,7 +261,7 @@ def cosine_paragraph(result: dict) -> str:
 def models_section(result: dict) -> str:
     """The whole section, markers included."""
     c = next(iter(result["curves"].values()))["config"]
-    rc, m = json.loads((model_folder(result["models"]["rl"]) / "training.json").read_text())["rl"]["config"], result["models"]
+    rc, m = rl_record(result)["config"], result["models"]
     missed = [k.replace("_", " ") for k, v in result["targets"].items() if not v["met"]]
     n_eval = c["eval_items"]
     noise = (result["gradient_noise"] or [{"reference_draws": 0, "single_draws": 0}])[0]

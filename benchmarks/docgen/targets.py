@@ -118,11 +118,15 @@ def rl_targets(after: list[dict], before: list[dict], ar_after: dict | None, ten
     }
 
 
+def rl_record(result: dict, key: str = "rl") -> dict:
+    """The RL record (config, history, evals) in the training.json of rl.json's model `key`."""
+    return json.loads((model_folder(result["models"][key]) / "training.json").read_text())["rl"]
+
+
 def seed_tenths(result: dict) -> list[list[float]]:
     """The RL model's recipe's reward tenths per seed: seed 0 from the committed model's training
     record, the others from rl.json's seeds."""
-    history = json.loads((model_folder(result["models"]["rl"]) / "training.json").read_text())["rl"]["history"]
-    return [reward_tenths(history)] + [s["reward_tenths"] for s in result.get("seeds", {}).values()]
+    return [reward_tenths(rl_record(result)["history"])] + [s["reward_tenths"] for s in result.get("seeds", {}).values()]
 
 
 def judge_rl(result: dict) -> dict:

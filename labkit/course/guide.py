@@ -13,7 +13,8 @@ import re
 from datetime import datetime
 
 __all__ = ["NEEDS", "NEXT", "NOTE", "ORDER", "READ_WPM", "SECONDS_PER_CODE_LINE", "SECONDS_PER_OUTPUT", "START_HERE",
-           "TITLES", "TITLES_ZH", "WORD", "header", "reading_minutes", "stated_minutes", "without_notes"]
+           "TITLES", "TITLES_ZH", "WORD", "header", "outputs_shown", "reading_minutes", "run_seconds", "stated_minutes",
+           "without_notes"]
 
 READ_WPM = 200               # silent reading, words per minute (the course's 130 is reading aloud)
 SECONDS_PER_OUTPUT = 20      # looking at one printed output, figure or widget
@@ -54,13 +55,22 @@ def _order() -> tuple[str, ...]:
 ORDER = _order()              # every notebook once, from 01 along NEXT
 
 
-def _seconds(cell) -> float:
+def run_seconds(cell) -> float:
+    """A code cell's stored run time: execution metadata, iopub.execute_input to shell.execute_reply
+    (0 for a cell run without it)."""
     meta = cell.metadata.get("execution", {})
     if "iopub.execute_input" not in meta:
         return 0.0
     start, end = (datetime.fromisoformat(meta[k].replace("Z", "+00:00"))
                   for k in ("iopub.execute_input", "shell.execute_reply"))
     return (end - start).total_seconds()
+
+
+def outputs_shown(cell) -> int:
+    """One for a cell's printed text (however many prints), one per figure, table, page or widget."""
+    outs = cell.get("outputs", [])
+    text = any(o.output_type == "stream" or ("data" in o and set(o.data) <= {"text/plain"}) for o in outs)
+    return int(text) + sum(1 for o in outs if "data" in o and set(o.data) - {"text/plain"})
 
 
 def reading_minutes(nb) -> float:
@@ -73,11 +83,8 @@ def reading_minutes(nb) -> float:
         if c.cell_type == "markdown":
             seconds += 60 * len(WORD.findall(c.source)) / READ_WPM
             continue
-        outs = c.get("outputs", [])
-        shown = int(any(o.output_type == "stream" or ("data" in o and set(o.data) <= {"text/plain"}) for o in outs))
-        shown += sum(1 for o in outs if "data" in o and set(o.data) - {"text/plain"})
         lines = sum(1 for ln in c.source.splitlines() if ln.strip() and not ln.strip().startswith("#"))
-        seconds += SECONDS_PER_OUTPUT * shown + SECONDS_PER_CODE_LINE * lines + _seconds(c)
+        seconds += SECONDS_PER_OUTPUT * outputs_shown(c) + SECONDS_PER_CODE_LINE * lines + run_seconds(c)
     return seconds / 60
 
 
