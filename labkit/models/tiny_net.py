@@ -240,7 +240,8 @@ class TinyDLM(PreTrainedModel):
         return self.lm_head(self.norm(x)), kvs              # (B, W, V)
 
 
-    def run_two_streams(self, noisy: torch.Tensor, clean: torch.Tensor, block: int | None = None) -> torch.Tensor:
+    def run_two_streams(self, noisy: torch.Tensor, clean: torch.Tensor, block: int | None = None,
+                        attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Block-diffusion training in one pass (BD3-LM, LLaDA2.x): the noisy canvas and the clean
         sequence side by side (2L positions, each half at positions 0..L-1 for RoPE). A noisy block
         sees itself and the clean blocks before it; the clean stream is causal by block. Returns the
@@ -249,7 +250,9 @@ class TinyDLM(PreTrainedModel):
         (default the model's; a block-size warm-up trains at smaller ones). With `shift_logits` (an AR
         model converted, Fast-dLLM v2's token shift) position i is read from hidden i-1: inside a block
         the noisy stream's, at a block's first position the clean stream's last hidden of the block
-        before (what the decoding loop's plain forward over committed blocks computes)."""
+        before (what the decoding loop's plain forward over committed blocks computes).
+        `attention_mask` (B, L), 1 = real token: left padding is hidden from every query, as the
+        decoding loop hides it (a padding query still sees itself, so no row of the mask is empty)."""
         b = block or getattr(self.config, "block_size", 0)
         if not b:
             raise ValueError("run_two_streams needs a block model (config block_size > 0) or block >= 1")
@@ -260,6 +263,10 @@ class TinyDLM(PreTrainedModel):
         cos, sin = rope_tables(L, hd, self.config.rope_theta, noisy.device)          # (L, hd/2)
         cos, sin = torch.cat([cos, cos]), torch.cat([sin, sin])                       # (2L, hd/2)
         mask = two_stream_mask(L, b, noisy.device)                                    # (2L, 2L)
+        if attention_mask is not None:
+            keys = attention_mask.bool().repeat(1, 2)                                 # (B, 2L)
+            eye = torch.eye(2 * L, dtype=torch.bool, device=noisy.device)
+            mask = (mask & keys[:, None, None, :]) | eye                              # (B, 1, 2L, 2L)
         x = self.embed(torch.cat([noisy, clean], 1))                                  # (B, 2L, D)
         for layer in self.layers:
             x, _ = layer(x, cos, sin, mask)

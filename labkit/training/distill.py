@@ -14,11 +14,18 @@ Distillation makes it confident about the one text it would write anyway:
    the canvases block decoding shows it, meaning earlier blocks written, the current block partly
    masked, later blocks all masked, with cross-entropy plus CAP's entropy term on the tokens it
    already gets right. The targets are a function of the prompt, so confidence can grow without
-   the model guessing more boldly than its own sequential decoding;
+   the model guessing more boldly than its own sequential decoding. A block-diffusion student
+   (labkit.training.loop.distill_loss) learns every answer block at once instead
+   (`losses.block_diffusion_loss` on the teacher rows: the prompt clean, whole blocks of it);
 4. `labkit.training.losses.t2t_noise`: with edit_prob, written answer tokens are swapped for noise
    the model must undo, so draft-and-edit's T2T proposals mean something. Part of it
    (edit_stutter) copies a neighbour, the collision a parallel draft makes ("WhyWhy"); the rest is
    unigram noise.
+
+The teacher is the model itself by default; a converted block model can take its AR parent
+(`TrainConfig.distill_teacher`, e.g. tiny-ar: the same network at block size 1), which answers left
+to right through its exact KV cache. With `eos_every_speech`, `speech_eos` puts EOS after every
+speech of the answers, as the corpus does, so the student learns where an answer ends.
 """
 from __future__ import annotations
 
@@ -27,7 +34,9 @@ from pathlib import Path
 import torch
 
 from ..decode import generate
-from ..samplers import LowConfidence
+from ..models.kv_cache import CausalCache
+from ..samplers import Autoregressive, LowConfidence
+from .corpus import SPEECH_BREAK
 from .seeds import data_seed
 
 
@@ -37,7 +46,11 @@ def make_trajectories(lm, prompts: list[str], path: str | Path, *, gen_length: i
                       log=print) -> dict:
     """1-token-per-step answers of `lm` to `prompts` (greedy, or sampled at `temperature` within the
     `top_p` nucleus, seeded per batch), cached in `path` batch by batch (a stopped run resumes).
+    A causal `lm` writes left to right through its KV cache (`CausalCache`, exact).
     Returns {"prompt": [...], "answer": LongTensor (N, gen_length)}."""
+    causal = lm.kind == "causal"
+    rule = Autoregressive(temperature=temperature, top_p=top_p) if causal else LowConfidence(temperature=temperature,
+                                                                                              top_p=top_p)
     path = Path(path)
     settings = dict(gen_length=gen_length, block_length=block_length, temperature=temperature,
                     top_p=top_p, seed=seed)
@@ -55,7 +68,7 @@ def make_trajectories(lm, prompts: list[str], path: str | Path, *, gen_length: i
         chunk = prompts[len(done["prompt"]):len(done["prompt"]) + batch]
         start = len(done["prompt"])
         with torch.inference_mode(), torch.autocast(lm.device.type, dtype=torch.bfloat16, enabled=bf16):
-            out = generate(lm, chunk, LowConfidence(temperature=temperature, top_p=top_p),
+            out = generate(CausalCache(lm) if causal else lm, chunk, rule,
                            gen_length=gen_length, block_length=block_length, steps=gen_length,
                            seed=data_seed(seed, start))
         P = out.trace.prompt_len
@@ -68,11 +81,29 @@ def make_trajectories(lm, prompts: list[str], path: str | Path, *, gen_length: i
     return {"prompt": done["prompt"][:len(prompts)], "answer": torch.stack(done["answer"][:len(prompts)])}
 
 
-def pack(tokenizer, trajectories: dict) -> tuple[torch.Tensor, torch.Tensor, int]:
+def speech_eos(tokenizer, answer: torch.Tensor) -> torch.Tensor:
+    """answer (N, G) token ids → (N, G): each answer's text with EOS after every speech break, each
+    speech encoded on its own as `corpus.Corpus(eos_every_speech=True)` lays out the plays; cut to
+    G tokens (an answer that comes out shorter is filled with EOS)."""
+    eos = tokenizer.eos_token_id
+    N, G = answer.shape
+    out = torch.full((N, G), eos, dtype=torch.long)
+    for i, row in enumerate(answer.tolist()):
+        speeches = tokenizer.decode(row, skip_special_tokens=True).split(SPEECH_BREAK)
+        ids: list[int] = []
+        for k, speech in enumerate(speeches):
+            last = k == len(speeches) - 1
+            ids += tokenizer(speech if last else speech + SPEECH_BREAK)["input_ids"] + ([] if last else [eos])
+        out[i, :min(G, len(ids))] = torch.tensor(ids[:G], dtype=torch.long)
+    return out
+
+
+def pack(tokenizer, trajectories: dict, multiple: int = 1) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Left-pad prompt + answer rows as the decode loop does: ids (N, P + G), attention (N, P + G)
-    and P, the padded prompt length."""
+    and P, the padded prompt length, rounded up to a `multiple` (a block model's block size: the
+    answer then starts on a block boundary, as `decode.padded_length` lays out its canvas)."""
     prompts = [tokenizer(p)["input_ids"] for p in trajectories["prompt"]]
-    P = max(map(len, prompts))
+    P = -(-max(map(len, prompts)) // multiple) * multiple
     answer = trajectories["answer"]                                      # (N, G)
     N, G = answer.shape
     ids = torch.full((N, P + G), tokenizer.pad_token_id, dtype=torch.long)

@@ -26,7 +26,7 @@ from ..tasks.layouts import structure as task_structure
 from . import trainer
 from .convert import anneal_layout, anneal_ratio, block_at
 from .corpus import HELDOUT, Corpus, load_plays
-from .distill import make_trajectories, pack
+from .distill import make_trajectories, pack, speech_eos
 from .losses import (
     ar_loss,
     ar_sft_loss,
@@ -129,12 +129,14 @@ def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log,
     """The teacher's (init_from's) answers to `cfg.distill` training prompts (greedy, or sampled at
     distill_temperature), packed; decoded once into out/trajectories.pt (resumable: it is the slow
     part)."""
-    teacher = load(str(init_folder(cfg.init_from)), device=device)
+    teacher = load(str(init_folder(cfg.distill_teacher or cfg.init_from)), device=device)
     top_p = cfg.distill_top_p if cfg.distill_top_p < 1 else None
     traj = make_trajectories(teacher, train_prompts(cfg.distill, cfg.seed), out / "trajectories.pt",
                              gen_length=cfg.distill_length, block_length=cfg.distill_block,
                              temperature=cfg.distill_temperature, top_p=top_p, seed=cfg.seed, log=log)
-    ids, attn, P = pack(tokenizer, traj)
+    if cfg.eos_every_speech:
+        traj = {**traj, "answer": speech_eos(tokenizer, traj["answer"])}
+    ids, attn, P = pack(tokenizer, traj, cfg.block_size or 1)
     return ids.to(device), attn.to(device), P                          # (N, P + G) each, on the device
 
 
@@ -223,6 +225,9 @@ def distill_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch
     ids, attn, P = run.teacher
     n_corpus = round(cfg.batch_size * cfg.distill_mix)                 # the rest: teacher answers
     rows = torch.randint(len(ids), (cfg.batch_size - n_corpus,), generator=g, device=CPU).to(run.device)
+    if cfg.block_size:                  # a block model: every answer block at once, in its own blocks
+        return block_diffusion_loss(run.model, ids[rows], run.mask_id, eps=cfg.eps, generator=g,
+                                    attention_mask=attn[rows], clean_prefix=P, **_extra_terms(cfg))
     loss = block_distill_loss(run.logits, ids[rows], attn[rows], P, cfg.distill_block, run.mask_id,
                               eps=cfg.eps, generator=g, **_extra_terms(cfg))
     if n_corpus:

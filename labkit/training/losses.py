@@ -102,27 +102,35 @@ def masked_diffusion_loss(logits_fn, x0: torch.Tensor, mask_id: int, *, eps: flo
 
 def block_diffusion_loss(model, x0: torch.Tensor, mask_id: int, *, block: int | None = None, eps: float = EPS,
                          generator: torch.Generator | None = None, cap_weight: float = 0.0,
-                         edit_prob: float = 0.0, edit_stutter: float = 0.0, edit_weight: float = 1.0) -> torch.Tensor:
+                         edit_prob: float = 0.0, edit_stutter: float = 0.0, edit_weight: float = 1.0,
+                         attention_mask: torch.Tensor | None = None, clean_prefix: int = 0) -> torch.Tensor:
     """Block diffusion (BD3-LM; LLaDA2.x's training): x0 (B, L) cut into blocks of `block` tokens (the
     model's block size by default), each block of each row masked at its own rate t ~ U(eps, 1), every
     block denoised from the clean blocks before it in one pass (`TinyDLM.run_two_streams`);
     cross-entropy on masked positions weighted by 1/t of their block, averaged over all B·L tokens: a
     bound on the NLL (in nats per token), the sum over blocks of each block's masked-diffusion bound
     given the clean blocks before it. `cap_weight` and `edit_prob` / `edit_stutter` add the CAP and
-    T2T terms of `masked_diffusion_loss`, inside the noisy blocks (the clean context stays clean)."""
+    T2T terms of `masked_diffusion_loss`, inside the noisy blocks (the clean context stays clean).
+    Distillation rows (a prompt, then the teacher's answer): `clean_prefix` positions (the padded
+    prompt, whole blocks) are never noised nor scored, the mean is over the answer's B·(L − prefix)
+    tokens, and `attention_mask` (B, L) hides the left padding (`TinyDLM.run_two_streams`)."""
     B, L = x0.shape
     b = block or model.config.block_size
+    if clean_prefix % b:
+        raise ValueError(f"clean_prefix ({clean_prefix}) must be whole blocks of {b}")
     nblocks = -(-L // b)
     t = eps + (1 - eps) * torch.rand(B, nblocks, generator=generator, device=CPU)   # (B, blocks)
-    noised = mask_tokens(x0, mask_id, rate=t.repeat_interleave(b, dim=1)[:, :L], generator=generator)
+    answer = torch.arange(L, device=x0.device) >= clean_prefix                        # (L,)
+    noised = mask_tokens(x0, mask_id, rate=t.repeat_interleave(b, dim=1)[:, :L], where=answer.expand(B, L),
+                         generator=generator)
     masked, xt = noised.masked, noised.canvas                                          # (B, L) each
     if edit_prob:
-        filled = ~masked
-        xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, edit_stutter, generator), xt)
-    logits = model.run_two_streams(xt, x0, block=b)                                     # (B, L, V)
+        filled = ~masked & answer
+        xt = torch.where(filled, t2t_noise(x0, filled, edit_prob, edit_stutter, generator, clean_prefix), xt)
+    logits = model.run_two_streams(xt, x0, block=b, attention_mask=attention_mask)      # (B, L, V)
     logp = F.log_softmax(logits[masked].float(), -1)                                    # (M, V)
     nll = -logp.gather(-1, x0[masked][:, None]).squeeze(-1)                             # (M,)
-    loss = (nll * noised.weight[masked]).sum() / (B * L)
+    loss = (nll * noised.weight[masked]).sum() / (B * (L - clean_prefix))
     if cap_weight:
         loss = loss + cap_term(logp, x0[masked], cap_weight)
     if edit_prob:

@@ -51,11 +51,14 @@ class TrainConfig:
     order: str = "reading"         # an AR Sudoku twin's answer: "reading" (the grid row by row) or
                                    # "solver" (cell-digit steps in a logic solver's order, labkit.tasks.solver)
     distill: int = 0               # > 0: self-distil on the init model's answers to this many prompts
+    distill_teacher: str = ""      # the model whose answers are distilled ("" = init_from itself; a
+                                   # causal one, e.g. "tiny-ar", answers left to right with its KV cache)
     distill_length: int = 128      # answer tokens the teacher writes per prompt
     distill_block: int = 32        # block length of the teacher's decoding and the student's canvases
     distill_temperature: float = 0.0  # the teacher's sampling temperature (0 = greedy answers)
     distill_top_p: float = 1.0     # ... within this nucleus (1.0 = the whole distribution)
-    eos_every_speech: bool = False  # EOS after every speech of the plays, not only a play's end (answers that stop)
+    eos_every_speech: bool = False  # EOS after every speech of the plays, not only a play's end (answers
+                                    # that stop); with distill, after every speech of the teacher's answers too
     distill_mix: float = 0.0       # share of each distillation batch drawn from the corpus instead
                                    # (plain masked diffusion: keeps the variety of real text)
     block_size: int = 0            # > 0: block diffusion (LLaDA2.x, BD3-LM): block-causal attention,
@@ -135,9 +138,14 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an integer >= 0 (0 = off), got {value!r}")
-        if self.block_size and (self.objective != "diffusion" or self.data != "plays" or self.distill):
+        if self.block_size and (self.objective != "diffusion" or self.data != "plays"):
             raise ValueError("block_size trains a block-diffusion LM on the plays: objective='diffusion', "
-                             "data='plays', no distill")
+                             "data='plays'")
+        if self.block_size and self.distill and (self.distill_mix or self.block_warmup):
+            raise ValueError("a block model distils on teacher rows only, in its own blocks: "
+                             "distill_mix and block_warmup must be 0 with block_size and distill")
+        if self.distill_teacher and not self.distill:
+            raise ValueError(f"distill_teacher={self.distill_teacher!r} names whose answers are distilled; set distill > 0 too")
         if self.block_size > self.seq_len:
             raise ValueError(f"block_size must be at most seq_len ({self.seq_len}), got {self.block_size}")
         if self.block_warmup and not self.block_size:
