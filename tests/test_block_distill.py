@@ -95,3 +95,21 @@ def test_block_distillation_settings_are_checked():
         TrainConfig(**base, block_warmup=10)
     with pytest.raises(ValueError, match="distill_teacher"):
         TrainConfig(init_from="tiny", distill_teacher="tiny-ar")
+
+
+def test_a_run_started_from_a_kept_copy_records_it(tmp_path):
+    import dataclasses
+    import json
+
+    from labkit.training.loop import start_record
+    from labkit.training.recipes import RECIPES
+    src = tmp_path / "step-600"
+    src.mkdir()
+    (src / "model.safetensors").write_bytes(b"")
+    (src / "config.json").write_text(json.dumps({"block_size": 32}))
+    stage1 = RECIPES["tiny-block32-from-ar"]
+    (src / "snapshot.json").write_text(json.dumps({"step": 600, "train_seconds": 3000.0,
+                                                   "config": dataclasses.asdict(stage1)}))
+    rec = start_record(TrainConfig(init_from=str(src), shift_logits=True, block_size=32, distill=8))["init_snapshot"]
+    assert rec["recipe"] == "tiny-block32-from-ar" and rec["step"] == 600 and rec["model_config"] == {"block_size": 32}
+    assert start_record(TrainConfig(init_from="tiny")) == {}               # a committed model: nothing to record

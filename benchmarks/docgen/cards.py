@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from labkit.models.load import EMBEDDED, model_folder
+from labkit.samplers import DraftEdit
 from labkit.training.card import EVAL_FILE
 from labkit.training.loop import ADAM_BETAS, init_folder
 
@@ -23,11 +24,27 @@ EVAL_KEYS = ("mask_acc_0.15", "mask_acc_0.5", "elbo_bits_per_token", "nll_bits_p
              "word_validity", "distinct_2", "heldout_tokens")
 
 
-def _extras(cfg: dict) -> list[str]:
+def _source(cfg: dict, training: dict) -> dict:
+    """The config.json of the model a run started from: its folder's, else the one training.json
+    recorded (`init_snapshot`: a kept copy of a run that is not committed, e.g. tiny-llada21's stage 1)."""
+    if "init_snapshot" in training:
+        return training["init_snapshot"]["model_config"]
+    return json.loads((init_folder(cfg["init_from"]) / "config.json").read_text())
+
+
+def _extras(cfg: dict, training: dict) -> list[str]:
     """Card lines for the recipe options beyond plain training from scratch."""
     lines = []
+    if "init_snapshot" in training:
+        st, c = training["init_snapshot"], training["init_snapshot"]["config"]
+        how = (f"`labkit train --recipe {st['recipe']} --keep-steps {st['step']} --stop-at {st['step']}`"
+               if st["recipe"] else "a run not in RECIPES")
+        lines.append(f"- Stage 1: {how} ({st['train_seconds'] / 60:.0f} min on a 2-core CPU): `{c['init_from']}` "
+                     + (f"converted to block diffusion at blocks of {c['block_size']}, the block grown 1, 2, 4 ... "
+                        f"over the first {c['block_warmup']} steps (LLaDA2.0), " if c.get("block_warmup") else "trained, ")
+                     + f"lr {c['lr']}, step {st['step']} of a {c['steps']}-step schedule; stage 2 starts from that copy.")
     if cfg.get("init_from"):
-        source = json.loads((init_folder(cfg["init_from"]) / "config.json").read_text())
+        source = _source(cfg, training)
         if source.get("is_causal"):
             lines.append(f"- Initialised from the causal `{cfg['init_from']}` and adapted Dream-style: attention "
                          "made bidirectional, logits shifted so position i is read from hidden state i-1 "
@@ -48,7 +65,13 @@ def _extras(cfg: dict) -> list[str]:
     if cfg.get("attn_anneal"):
         lines.append(f"- Attention annealed from causal to full (DiffuLLaMA) over the first {cfg['attn_anneal']} steps: "
                      "each future key opened with probability step / attn_anneal (`convert.anneal_layout`).")
-    if cfg.get("distill"):
+    if cfg.get("distill") and cfg.get("block_size"):
+        lines.append(f"- Distillation into the block model (`labkit.training.distill`, after dParallel): "
+                     f"`{cfg.get('distill_teacher') or cfg['init_from']}` answered {cfg['distill']} training-play "
+                     f"openings greedily, left to right ({cfg.get('distill_length', 128)} tokens); the student learns "
+                     "every answer block of those rows at once, each masked at its own rate (CE / t), the prompt "
+                     "clean and its left padding hidden (`losses.block_diffusion_loss`).")
+    elif cfg.get("distill"):
         lines.append(f"- Self-distillation for parallel decoding (`labkit.training.distill`, after dParallel): the "
                      f"teacher `{cfg['init_from']}` answered {cfg['distill']} training-play prompts "
                      + (f"sampled at temperature {cfg['distill_temperature']} (top-p {cfg.get('distill_top_p', 1.0)}), "
@@ -59,6 +82,10 @@ def _extras(cfg: dict) -> list[str]:
                      + (f" {cfg['distill_mix']:.0%} of each batch is training-play text instead, with the "
                         "plain masked-diffusion loss, to keep the variety of real text."
                         if cfg.get("distill_mix") else ""))
+    if cfg.get("eos_every_speech"):
+        lines.append("- EOS after every speech" + (" of the teacher's answers" if cfg.get("distill") else " of the plays")
+                     + " (`eos_every_speech`): the model learns where an answer ends, so `eos_early_stop` ends "
+                     "an answer there and skips the blocks after it.")
     if cfg.get("cap_weight"):
         lines.append(f"- CAP (LLaDA2.0): + {cfg['cap_weight']} × mean entropy of the correctly predicted "
                      "masked tokens, to raise confidence and so tokens per forward.")
@@ -69,6 +96,12 @@ def _extras(cfg: dict) -> list[str]:
                         "collision a parallel draft makes; the rest tokens from elsewhere in the batch)"
                         if cfg.get("edit_stutter") else ", tokens from elsewhere in the batch")
                      + "; every visible position learns its clean token (copy or correct).")
+    if cfg.get("block_size") and cfg.get("edit_prob"):
+        sp, q = DraftEdit.speed(), DraftEdit.quality()
+        lines.append(f"- Draft-and-edit (LLaDA2.1), in its own blocks with BlockCache: S mode commits at "
+                     f"{sp.threshold} and edits at {sp.editing_threshold}, Q mode commits at {q.threshold} and "
+                     f"edits at {q.editing_threshold}, {sp.max_post_steps} post steps (`lk.DraftEdit.speed()` / "
+                     "`.quality()`).")
     return lines
 
 
@@ -110,11 +143,13 @@ def _recipe_lines(training: dict) -> list[str]:
     return [
         "## Recipe",
         f"- Objective: {cfg['objective']} ("
-        + ("block-shaped distillation: mean CE on the masked positions of the current block"
+        + ("block diffusion on the teacher's rows: each answer block masked at its own rate t, CE / t"
+           if cfg.get("distill") and cfg.get("block_size") else
+           "block-shaped distillation: mean CE on the masked positions of the current block"
            if cfg.get("distill") else
            "LLaDA masked diffusion: t ~ U(eps, 1) stratified per batch, mask with prob t, CE / t"
            if cfg["objective"] == "diffusion" else "next-token cross-entropy") + ").",
-        *_extras(cfg),
+        *_extras(cfg, training),
         (f"- {cfg['steps']} steps × batch {cfg['batch_size']} teacher answers; AdamW" if cfg.get("distill") else
          f"- {cfg['steps']} steps × batch {cfg['batch_size']} × {cfg['seq_len']} tokens "
          f"({cfg['short_batch_prob']:.0%} of batches shorter); AdamW")

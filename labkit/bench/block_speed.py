@@ -60,19 +60,20 @@ def closing_prompts(lines: int = 3) -> dict[str, str]:
     return {name: "\n".join(text.strip("\n").split("\n")[-lines:]) + SPEECH_BREAK for name, text in plays.items()}
 
 
-def _stop_runs(lm, prompts: list[str], block: int, **stop) -> dict:
-    """The prompts decoded to a STOP_CANVAS canvas, greedy, with the stop (`eos_early_stop=True` or
-    `stop=...`) and without: forward passes per row, the share saved, the rows that stopped."""
-    knobs = dict(gen_length=STOP_CANVAS, block_length=block, steps=STOP_CANVAS, seed=0)
-    fixed = generate(BlockCache(lm), prompts, "low_confidence", **knobs)
-    early = generate(BlockCache(lm), prompts, "low_confidence", **stop, **knobs)
+def stop_runs(lm, prompts: list[str], block: int, *, rule="low_confidence", gen: int = STOP_CANVAS, **stop) -> dict:
+    """The prompts decoded to a `gen`-token canvas (greedy unless `rule`, with BlockCache), with the
+    stop (`eos_early_stop=True` or `stop=...`) and without: forward passes per row, the share saved,
+    the rows that stopped, and whether every stopped answer is the fixed canvas's answer."""
+    knobs = dict(gen_length=gen, block_length=block, steps=gen, seed=0)
+    fixed = generate(BlockCache(lm), prompts, rule, **knobs)
+    early = generate(BlockCache(lm), prompts, rule, **stop, **knobs)
     n, cut = len(prompts), stop.get("stop", ())
     same = all(e == f[:find_stop(f, (cut,) if cut else ())] for e, f in zip(early.texts, fixed.texts))
     rows = early.trace.row_nfe()                                                  # (B,) passes per row
     return {"prompts": n, "fixed_nfe_per_row": round(fixed.stats["row_nfe"] / n, 2),
             "stop_nfe_per_row": round(early.stats["row_nfe"] / n, 2),
             "saved": round(1 - early.stats["row_nfe"] / fixed.stats["row_nfe"], 4),
-            "rows_stopped": int((rows < STOP_CANVAS).sum()), "answers_unchanged": same,
+            "rows_stopped": int((rows < fixed.trace.row_nfe()).sum()), "answers_unchanged": same,
             "row_nfe": rows.tolist()}
 
 
@@ -83,11 +84,11 @@ def eos_stop(model: str = MODEL, log=None) -> dict:
     b = lm.net.config.block_size
     closing = closing_prompts()
     result = {"model": model, "canvas": STOP_CANVAS, "block_length": b,
-              "eos_closing_lines": _stop_runs(lm, list(closing.values()), b, eos_early_stop=True),
-              "one_speech": _stop_runs(lm, sample_prompts(32), b, stop=SPEECH_BREAK)}
+              "eos_closing_lines": stop_runs(lm, list(closing.values()), b, eos_early_stop=True),
+              "one_speech": stop_runs(lm, sample_prompts(32), b, stop=SPEECH_BREAK)}
     if log:
         log(f"stop {result}")
     return result
 
 
-__all__ = ["LENGTHS", "MODEL", "STOP_CANVAS", "cache_speed", "closing_prompts", "eos_stop"]
+__all__ = ["LENGTHS", "MODEL", "STOP_CANVAS", "cache_speed", "closing_prompts", "eos_stop", "stop_runs"]

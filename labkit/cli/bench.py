@@ -9,6 +9,7 @@ from ..bench import (
     draft_edit,
     learned_policy,
     likelihood,
+    llada21,
     lm_eval,
     panel,
     samplers,
@@ -80,6 +81,9 @@ def _benchmarks() -> dict:
                            _bench_learned_policy, (_items, _quiet)),
         "blocks": ("block diffusion and conversion from tiny-ar: likelihood, text and TPF by block size, curves, "
                    "the exact cache, the stop", blocks_cmd.run, (blocks_cmd.parts, blocks_cmd.runs, _quiet)),
+        "llada21": ("the tiny LLaDA2.1 side by side at 128 and 224 tokens: tokens/s, TPF, gen-PPL and its paired ratio "
+                    "to tiny greedy, word validity; greedy/S/Q with and without the cache, tiny-cap, the EOS stop",
+                    _bench_llada21, (_quiet,)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
                     (_limit, _quiet)),
         "draft-edit": ("notebook 04's sweeps on tiny-cap: editing or not, the S-Q threshold grid, readable corrections",
@@ -416,6 +420,11 @@ def _bench_tasks(a) -> int:
 def _bench_learned_policy(a) -> int:
     result = learned_policy.bench_learned_policy(bench_input(a, "tasks.json"), n=a.n, log=progress_log(a))
     return report(a, "learned_policy.json", result, lambda r: print(learned_policy.text_table(r)))
+
+
+def _bench_llada21(a) -> int:
+    result = llada21.bench_llada21(log=progress_log(a))
+    return report(a, "llada21.json", result, lambda r: print(llada21.table(r)))
 
 
 def _bench_notebook(a) -> int:

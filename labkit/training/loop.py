@@ -11,6 +11,7 @@ loop). The configurations are in `labkit.training.recipes`, the losses in `labki
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -300,10 +301,26 @@ def save_checkpoint(run: Run) -> None:
     trainer.save_checkpoint(run.out / CHECKPOINT, run.model, run.opt, run, run.cfg)
 
 
+def start_record(cfg: TrainConfig) -> dict:
+    """Where a run started, when that is a kept copy of another run (OUT/step-N, `snapshot`), which
+    no one else can open: {"init_snapshot": its step, minutes, config, the recipe that config is (or
+    None) and its model config}, so a card can say how the start was made. {} otherwise."""
+    if not cfg.init_from:
+        return {}
+    src = init_folder(cfg.init_from)
+    if not (src / "snapshot.json").is_file():
+        return {}
+    snap = json.loads((src / "snapshot.json").read_text())
+    recipe = next((name for name, r in RECIPES.items() if json.loads(json.dumps(dataclasses.asdict(r))) == snap["config"]),
+                  None)
+    return {"init_snapshot": {**snap, "recipe": recipe, "model_config": json.loads((src / "config.json").read_text())}}
+
+
 def finish(run: Run) -> Path:
     """The final model (safetensors + config; the tokenizer is there already) and training.json."""
     record = {"config": dataclasses.asdict(run.cfg), "train_seconds": round(run.seconds, 1), "device": run.device.type,
-              "loss_history": run.history, **({"heldout_plays": HELDOUT} if run.cfg.data == "plays" else {})}
+              "loss_history": run.history, **({"heldout_plays": HELDOUT} if run.cfg.data == "plays" else {}),
+              **start_record(run.cfg)}
     return trainer.save_model(run.model.cpu(), run.out, record)
 
 
@@ -349,5 +366,5 @@ def train(cfg: TrainConfig, out: str | Path, *, progress: bool = True, log=print
 __all__ = ["ADAM_BETAS", "CHECKPOINT", "DRAFTS", "HISTORY_EVERY", "LOSS_EMA_NEW", "RECIPES", "build_model", "draft_rows",
            "distill_loss",
            "distill_rows", "finish", "init_folder", "load_or_make_tokenizer", "lr_at", "make_optimizer", "resume",
-           "Run", "save_checkpoint", "setup", "snapshot", "step_loss", "task_loss", "train", "train_step",
+           "Run", "save_checkpoint", "setup", "snapshot", "start_record", "step_loss", "task_loss", "train", "train_step",
            "TrainConfig"]

@@ -243,6 +243,27 @@ RECIPES.update({
     "tiny-block4-edit": TrainConfig(init_from="tiny-block4-from-ar", shift_logits=True, block_size=4, steps=150,
                                     lr=5e-4, warmup=15, cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5),
 })
+# The tiny LLaDA2.1 (issue 53), in two stages. (1) tiny-blockB-from-ar: tiny-ar converted at blocks of B with
+# the block grown over the first 10%, tiny-block4-from-ar's schedule, kept and stopped at step 600 (half of it:
+# what this machine's time allowed; `labkit train --keep-steps 600 --stop-at 600`). (2) tiny-llada21: that copy
+# distilled in its own blocks on tiny-ar's answers (its block-1 self: the same network, exact bits) to 512
+# training openings, 192 tokens each with EOS after every speech, with tiny-cap's CAP and T2T noise terms.
+LLADA21_BLOCKS, LLADA21_STAGE1 = (8, 16, 32), 600
+
+
+def llada21_stage1(block: int) -> TrainConfig:
+    return TrainConfig(init_from="tiny-ar", shift_logits=True, block_size=block, block_warmup=120, steps=1200,
+                       lr=1e-3, ckpt_every=50)
+
+
+def llada21_stage2(block: int) -> TrainConfig:
+    return TrainConfig(init_from=f"runs/tiny-block{block}-from-ar/step-{LLADA21_STAGE1}", distill_teacher="tiny-ar",
+                       shift_logits=True, block_size=block, distill=512, distill_length=192, steps=600, lr=5e-4,
+                       warmup=50, cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, eos_every_speech=True,
+                       ckpt_every=50)
+
+
+RECIPES.update({f"tiny-block{b}-from-ar": llada21_stage1(b) for b in LLADA21_BLOCKS})
 # The Sudoku AR twin converted to a masked model on the grid canvas (its '=' and solution positions
 # become the grid's, attention opened at once, logits shifted: Dream's recipe) at a quarter of
 # tiny-sudoku's 6000 steps, with tiny-sudoku's repair noise; kept at 10/25/50% for its curve.
