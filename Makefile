@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebook notebooks notebook-sync student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block install-block bench-blocks bench-rl bench-rl-search bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebook notebooks notebook-sync student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block model-llada21 bench-llada21 install-block bench-blocks bench-rl bench-rl-search bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -127,6 +127,20 @@ model-block: install
 	  OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe tiny --out runs/tiny --keep-steps 120,300,600,1200 --stop-at 1200 ) & \
 	wait
 	for r in $(BLOCK_MODELS); do $(MAKE) --no-print-directory install-block MODEL=$$r || exit 1; done
+
+# The tiny LLaDA2.1 (issue 53; labkit.training.recipes.llada21_stage1 / _stage2), one thread: stage 1 kept and
+# stopped at step 600 of its schedule, stage 2 distilled from that copy; then `make bench-llada21`.
+LLADA21_BLOCK := 32
+model-llada21: install
+	mkdir -p runs/tiny-block$(LLADA21_BLOCK)-from-ar runs/tiny-llada21
+	cp -n labkit/weights/tiny/tokenizer*.json runs/tiny-block$(LLADA21_BLOCK)-from-ar/
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe tiny-block$(LLADA21_BLOCK)-from-ar \
+	  --out runs/tiny-block$(LLADA21_BLOCK)-from-ar --keep-steps 600 --stop-at 600
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit train --recipe tiny-llada21 --out runs/tiny-llada21
+	$(call install_model,tiny-llada21)
+
+bench-llada21: install
+	OMP_NUM_THREADS=1 LABKIT_THREADS=1 $(BIN)/labkit bench llada21 --out benchmarks/results
 
 install-block:
 	$(call copy_run,$(MODEL))

@@ -218,7 +218,7 @@ def test_the_loop_still_offers_the_recipes_and_train():
                                      "tiny-sudoku-ar-solver", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar",
                                      "tiny-block4-from-ar", "tiny-block4", "tiny-anneal", "tiny-scratch",
                                      "tiny-block16", "tiny-block4-edit", "tiny-block8-from-ar", "tiny-block16-from-ar",
-                                     "tiny-block32-from-ar", "tiny-sudoku-from-ar", "tiny-sudoku-scratch",
+                                     "tiny-block32-from-ar", "tiny-llada21", "tiny-sudoku-from-ar", "tiny-sudoku-scratch",
                                      "tiny-sudoku-editor", "tiny-sudoku-t2t"]
     assert recipes.TASK_MODELS == tuple(n for n in list(recipes.RECIPES)[3:10] if n != "tiny-sudoku-ar-solver")
     assert recipes.SOLVER_TWINS == ("tiny-sudoku-ar-solver",)

@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
         return 2
     if not argv:
         for write in (models_md.write_tasks, models_md.write_editor, models_md.write_rl_search, models_md.write_rl,
-                      models_md.write_blocks, benchmarks_md.write):
+                      models_md.write_blocks, models_md.write_llada21, benchmarks_md.write):
             print(f"written: {_shown(write())} ({write.__name__})")
     for path in cards.write(argv[1:]):
         print(f"written: {_shown(path)} (card)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from labkit.bench.blocks import PARTS
 
-from . import blocks, editor, rl, rl_search, tasks
+from . import blocks, editor, llada21, rl, rl_search, tasks
 from .markdown import MODELS_DOC, RESULTS, write_heading_section, write_section
 from .targets import judge_blocks, judge_rl
 
@@ -52,3 +52,8 @@ def write_blocks(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
         raise ValueError(f"blocks.json lacks the parts {missing}: labkit bench blocks --parts {','.join(missing)}")
     result = judged("blocks.json", judge_blocks, results)
     return write_section(blocks.models_section(result), blocks.SECTION_START, blocks.SECTION_END, doc)
+
+
+def write_llada21(results: Path = RESULTS, doc: Path = MODELS_DOC) -> Path:
+    result = json.loads((results / "llada21.json").read_text())
+    return write_section(llada21.models_section(result), llada21.SECTION_START, llada21.SECTION_END, doc, llada21.BEFORE)

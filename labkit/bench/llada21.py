@@ -71,16 +71,29 @@ def _decode(lm, prompt: str, rule, block: int, cached: bool, gen: int):
     return time.perf_counter() - t0, out
 
 
-def speed_quality(lengths=LENGTHS, prompts=(24, 12), log=None) -> dict:
-    """Every setting on the same held-out prompts at each answer length (see the module's notes)."""
-    models = {name: load(name) for name in (DEFAULT, MODEL, CAP)}
+def candidates(folders: dict[str, str]) -> dict[str, tuple[str, object, int, bool, bool]]:
+    """The block-size choice: {label: setting} of tiny greedy and each candidate's greedy, S and Q
+    mode with the cache, in its own blocks; `folders` {"block 16": run folder, ...}."""
+    table = {BASE: settings(32)[BASE]}
+    for name, folder in folders.items():
+        b = block_for(load(folder))
+        for mode, rule in (("greedy", "low_confidence"), ("S mode", DraftEdit.speed()), ("Q mode", DraftEdit.quality())):
+            table[f"{name} {mode} + cache"] = (folder, rule, b, mode == "greedy", True)
+    return table
+
+
+def speed_quality(lengths=LENGTHS, prompts=(24, 12), log=None, table: dict | None = None) -> dict:
+    """Every setting (`settings`, or `table`) on the same held-out prompts at each answer length
+    (see the module's notes)."""
+    table = table or settings(block_for(load(MODEL)))
+    models = {name: load(name) for name in {s[0] for s in table.values()}}
     judge = load(JUDGE)
-    table = settings(block_for(models[MODEL]))
-    result = {"model": MODEL, "block": block_for(models[MODEL]), "judge": JUDGE, "batch": 1,
+    fit = load(MODEL)
+    result = {"model": MODEL, "block": block_for(fit), "judge": JUDGE, "batch": 1,
               "threads": torch.get_num_threads(), "settings": {k: _describe(v) for k, v in table.items()},
               "lengths": {}}
     for gen, n in zip(lengths, prompts):
-        texts = fitting_prompts(models[MODEL], n, max(lengths))
+        texts = fitting_prompts(fit, n, max(LENGTHS))
         raw = {k: {"seconds": [], "nfe": [], "text": [], "ids": []} for k in table}
         for i, prompt in enumerate(texts):
             for label, (name, rule, block, _, cached) in table.items():
@@ -92,9 +105,10 @@ def speed_quality(lengths=LENGTHS, prompts=(24, 12), log=None) -> dict:
             if log:
                 log(f"{gen} tokens: prompt {i + 1}/{len(texts)}")
         rows = {label: _row(judge, texts, r, gen) for label, r in raw.items()}
-        for label in table:                   # the cache's rows against the same rule without it
-            if label.endswith(" + cache"):
-                rows[label]["same_tokens_as_uncached"] = raw[label]["ids"] == raw[label[:-len(" + cache")]]["ids"]
+        for label in table:                   # the cache's rows against the same rule without it, where measured
+            uncached = label.removesuffix(" + cache")
+            if uncached != label and uncached in raw:
+                rows[label]["same_tokens_as_uncached"] = raw[label]["ids"] == raw[uncached]["ids"]
         for row in rows.values():
             ratio, lo, hi = paired_ratio(row["per_prompt_nats"], rows[BASE]["per_prompt_nats"])
             row["gen_ppl_ratio_to_base"] = [round(ratio, 3), round(lo, 3), round(hi, 3)]
@@ -159,12 +173,11 @@ def targets(result: dict) -> dict:
     }
 
 
-def table(result: dict) -> str:
-    """The side-by-side table, one block per answer length, then the targets."""
+def _rows(speed: dict) -> list[str]:
     lines = []
-    for gen, part in result["speed"]["lengths"].items():
+    for gen, part in speed["lengths"].items():
         lines.append(f"{gen} answer tokens, {len(part['prompts'])} held-out prompts, batch 1, "
-                     f"{result['speed']['threads']} thread(s); gen-PPL under {JUDGE}, ratio paired to {BASE}")
+                     f"{speed['threads']} thread(s); gen-PPL under {JUDGE}, ratio paired to {BASE}")
         lines.append(f"{'setting':32s} {'tok/s':>7s} {'x base':>7s} {'TPF':>6s} {'gen-PPL':>8s} "
                      f"{'95% interval':>16s} {'ratio [95%]':>22s} {'words':>6s}")
         for label, r in part["rows"].items():
@@ -173,6 +186,14 @@ def table(result: dict) -> str:
                          f"{r['gen_ppl']:8.2f} [{ci[0]:6.2f}, {ci[1]:6.2f}] {x:6.2f} [{lo:5.2f}, {hi:5.2f}]  "
                          f"{r['word_validity']:6.3f}")
         lines.append("")
+    return lines
+
+
+def table(result: dict) -> str:
+    """The side-by-side table, one block per answer length, then the targets."""
+    lines = _rows(result["speed"])
+    if "block_choice" in result:
+        lines += ["The block size, chosen between these runs (each distilled the same way):", *_rows(result["block_choice"])]
     stop = result["eos_stop"]
     lines.append(f"EOS stop ({stop['rule']}, {stop['canvas']}-token canvas, {stop['prompts']} prompts): passes per row "
                  f"{stop['fixed_nfe_per_row']} -> {stop['stop_nfe_per_row']} (saved {stop['saved']:.1%}), "
@@ -182,11 +203,19 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def bench_llada21(prompts=(24, 12), log=None) -> dict:
-    """speed_quality, eos_stop and the targets judged from them."""
+def block_choice(folders: dict[str, str], n: int = 24, log=None) -> dict:
+    """The candidates (`candidates`) side by side at 128 tokens on n held-out prompts."""
+    return {"folders": folders, **speed_quality(lengths=(LENGTHS[0],), prompts=(n,), log=log, table=candidates(folders))}
+
+
+def bench_llada21(prompts=(24, 12), choice: dict[str, str] | None = None, log=None) -> dict:
+    """speed_quality, eos_stop and the targets judged from them; with `choice` ({"block B": run
+    folder}), the block-size candidates too."""
     result = {"speed": speed_quality(prompts=prompts, log=log), "eos_stop": eos_stop(log=log)}
+    if choice:
+        result["block_choice"] = block_choice(choice, prompts[0], log=log)
     return {**result, "targets": targets(result)}
 
 
-__all__ = ["BASE", "CAP", "CONTEXT", "DEFAULT", "JUDGE", "LENGTHS", "MODEL", "bench_llada21", "canvas_text",
-           "eos_stop", "fitting_prompts", "settings", "speed_quality", "table", "targets"]
+__all__ = ["BASE", "CAP", "CONTEXT", "DEFAULT", "JUDGE", "LENGTHS", "MODEL", "bench_llada21", "block_choice",
+           "candidates", "canvas_text", "eos_stop", "fitting_prompts", "settings", "speed_quality", "table", "targets"]

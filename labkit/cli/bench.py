@@ -83,7 +83,7 @@ def _benchmarks() -> dict:
                    "the exact cache, the stop", blocks_cmd.run, (blocks_cmd.parts, blocks_cmd.runs, _quiet)),
         "llada21": ("the tiny LLaDA2.1 side by side at 128 and 224 tokens: tokens/s, TPF, gen-PPL and its paired ratio "
                     "to tiny greedy, word validity; greedy/S/Q with and without the cache, tiny-cap, the EOS stop",
-                    _bench_llada21, (_quiet,)),
+                    _bench_llada21, (_candidates, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
                     (_limit, _quiet)),
         "draft-edit": ("notebook 04's sweeps on tiny-cap: editing or not, the S-Q threshold grid, readable corrections",
@@ -422,8 +422,15 @@ def _bench_learned_policy(a) -> int:
     return report(a, "learned_policy.json", result, lambda r: print(learned_policy.text_table(r)))
 
 
+def _candidates(p) -> None:
+    p.add_argument("--candidates", help="comma-separated block-model run folders measured beside it for the choice of "
+                   "block size (e.g. runs/tiny-llada21-b16,runs/tiny-llada21-b32)")
+
+
 def _bench_llada21(a) -> int:
-    result = llada21.bench_llada21(log=progress_log(a))
+    folders = [f.strip() for f in (a.candidates or "").split(",") if f.strip()]
+    choice = {f"block {load(f).net.config.block_size}": f for f in folders}
+    result = llada21.bench_llada21(choice=choice or None, log=progress_log(a))
     return report(a, "llada21.json", result, lambda r: print(llada21.table(r)))
 
 

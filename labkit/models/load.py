@@ -23,7 +23,8 @@ EMBEDDED = {name: name for name in (                   # name → folder under l
     "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar",
     "tiny-sudoku-rl", "tiny-sudoku-rl-elbo", "tiny-sudoku-ar-rl",                    # after RL
     "tiny-sudoku-from-ar",                                                           # converted from its AR twin
-    "tiny-block4-from-ar", "tiny-block4", "tiny-block16", "tiny-block4-edit")}       # block diffusion
+    "tiny-block4-from-ar", "tiny-block4", "tiny-block16", "tiny-block4-edit",        # block diffusion
+    "tiny-llada21")}                                                                 # ... decoding in parallel
 MASK_TOKEN_STRINGS = ("<|mdm_mask|>", "<mask>", "[MASK]", "<|mask|>")   # LLaDA, ours, BERT, Dream
 EOT_TOKEN_STRINGS = ("<|eot_id|>",       # end of turn: LLaDA's Llama-style template
                      "<|im_end|>",       # Dream's ChatML

@@ -311,8 +311,7 @@ def start_record(cfg: TrainConfig) -> dict:
     if not (src / "snapshot.json").is_file():
         return {}
     snap = json.loads((src / "snapshot.json").read_text())
-    recipe = next((name for name, r in RECIPES.items() if json.loads(json.dumps(dataclasses.asdict(r))) == snap["config"]),
-                  None)
+    recipe = next((name for name, r in RECIPES.items() if trainer.same_config(snap["config"], r)), None)
     return {"init_snapshot": {**snap, "recipe": recipe, "model_config": json.loads((src / "config.json").read_text())}}
 
 

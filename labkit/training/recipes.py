@@ -264,6 +264,8 @@ def llada21_stage2(block: int) -> TrainConfig:
 
 
 RECIPES.update({f"tiny-block{b}-from-ar": llada21_stage1(b) for b in LLADA21_BLOCKS})
+LLADA21_BLOCK = 32     # chosen between 16 and 32 by `labkit bench llada21`'s block_choice (llada21.json)
+RECIPES["tiny-llada21"] = llada21_stage2(LLADA21_BLOCK)
 # The Sudoku AR twin converted to a masked model on the grid canvas (its '=' and solution positions
 # become the grid's, attention opened at once, logits shifted: Dream's recipe) at a quarter of
 # tiny-sudoku's 6000 steps, with tiny-sudoku's repair noise; kept at 10/25/50% for its curve.
