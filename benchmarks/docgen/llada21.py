@@ -2,8 +2,7 @@
 (`labkit bench llada21`; its targets are judged by labkit.bench.llada21.targets when it is measured)."""
 from __future__ import annotations
 
-from labkit.bench.llada21 import BASE, JUDGE, LENGTHS, MODEL
-from labkit.eval.intervals import paired_ratio
+from labkit.bench.llada21 import BASE, JUDGE, LENGTHS, MODEL, own_greedy_ratio
 
 from .markdown import markdown_table
 
@@ -51,13 +50,6 @@ def models_section(result: dict) -> str:
     return "\n".join(parts + ["", SECTION_END])
 
 
-def own_greedy_ratio(rows: dict) -> tuple[float, float, float]:
-    """S mode's gen-PPL over the model's own greedy decoding (one token per step), paired over prompts:
-    what committing several tokens per pass costs, apart from what the model is."""
-    nats = {k: [tuple(x) for x in rows[f"{MODEL} {k}"]["per_prompt_nats"]] for k in ("S mode", "greedy")}
-    return paired_ratio(nats["S mode"], nats["greedy"])
-
-
 def _why(rows: dict) -> str:
     s, lo, hi = own_greedy_ratio(rows)
     g, glo, ghi = rows[f"{MODEL} greedy"]["gen_ppl_ratio_to_base"]
@@ -67,4 +59,4 @@ def _why(rows: dict) -> str:
             "600 steps of 16 answers, both on a CPU), not its parallel decoding.")
 
 
-__all__ = ["BEFORE", "SECTION_END", "SECTION_START", "models_section", "own_greedy_ratio"]
+__all__ = ["BEFORE", "SECTION_END", "SECTION_START", "models_section"]

@@ -189,6 +189,13 @@ def _rows(speed: dict) -> list[str]:
     return lines
 
 
+def own_greedy_ratio(rows: dict) -> tuple[float, float, float]:
+    """S mode's gen-PPL over the model's own greedy decoding (one token per step), paired over prompts:
+    what committing several tokens per pass costs, apart from what the model is."""
+    nats = {k: [tuple(x) for x in rows[f"{MODEL} {k}"]["per_prompt_nats"]] for k in ("S mode", "greedy")}
+    return paired_ratio(nats["S mode"], nats["greedy"])
+
+
 def table(result: dict) -> str:
     """The side-by-side table, one block per answer length, then the targets."""
     lines = _rows(result["speed"])
@@ -200,6 +207,9 @@ def table(result: dict) -> str:
                  f"{stop['rows_stopped']} rows stopped, answers unchanged: {stop['answers_unchanged']}")
     for name, t in result.get("targets", {}).items():
         lines.append(f"{'met ' if t['met'] else 'MISS'} {name}: {t['value']}")
+    x, lo, hi = own_greedy_ratio(result["speed"]["lengths"][str(LENGTHS[0])]["rows"])
+    lines.append(f"{MODEL} S mode's gen-PPL over its own greedy decoding ({LENGTHS[0]} tokens, paired): "
+                 f"{x:.2f} [{lo:.2f}, {hi:.2f}]")
     return "\n".join(lines)
 
 
@@ -218,4 +228,5 @@ def bench_llada21(prompts=(24, 12), choice: dict[str, str] | None = None, log=No
 
 
 __all__ = ["BASE", "CAP", "CONTEXT", "DEFAULT", "JUDGE", "LENGTHS", "MODEL", "bench_llada21", "block_choice",
-           "candidates", "canvas_text", "eos_stop", "fitting_prompts", "settings", "speed_quality", "table", "targets"]
+           "candidates", "canvas_text", "eos_stop", "fitting_prompts", "own_greedy_ratio", "settings", "speed_quality",
+           "table", "targets"]
