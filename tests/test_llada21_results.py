@@ -31,7 +31,7 @@ def test_every_setting_at_both_lengths():
         assert len({len(r["per_prompt_nats"]) for r in part["rows"].values()}) == 1
 
 
-PARTS = [("speed", str(n)) for n in llada21.LENGTHS] + [("block_choice", str(llada21.LENGTHS[0]))]
+PARTS = [("speed", str(n)) for n in llada21.LENGTHS] + [(p, str(llada21.LENGTHS[0])) for p in ("block_choice", "edits")]
 
 
 @pytest.mark.parametrize("what,gen", PARTS)
@@ -50,6 +50,16 @@ def test_figures_are_their_parts(what, gen):
         ratio, lo, hi = paired_ratio([tuple(x) for x in r["per_prompt_nats"]], [tuple(x) for x in base["per_prompt_nats"]])
         assert r["gen_ppl_ratio_to_base"] == [round(ratio, 3), round(lo, 3), round(hi, 3)], label
         assert r["gen_ppl_ci95"][0] <= r["gen_ppl"] <= r["gen_ppl_ci95"][1]
+
+
+def test_the_edit_control_is_the_same_thresholds_without_edits():
+    rows = R["edits"]["lengths"]["128"]["rows"]
+    for mode, rule in (("S mode", lk.DraftEdit.speed()), ("Q mode", lk.DraftEdit.quality())):
+        alone = R["edits"]["settings"][f"tiny-llada21 threshold {rule.threshold}, no edits + cache"]["rule"]
+        assert alone == {"rule": "Threshold", "threshold": rule.threshold, "max_post_steps": 0}
+        assert rows[f"tiny-llada21 {mode} + cache"]["per_prompt_nats"] == \
+            R["speed"]["lengths"]["128"]["rows"][f"tiny-llada21 {mode} + cache"]["per_prompt_nats"]   # same answers
+        assert rows[f"tiny-llada21 threshold {rule.threshold}, no edits + cache"]["edits"] == 0
 
 
 def test_targets_are_judged_from_the_rows():

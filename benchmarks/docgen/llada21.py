@@ -35,6 +35,16 @@ def models_section(result: dict) -> str:
              f"interval, and its ratio to `{BASE}` (`tiny`, one token per step, no cache) paired over prompts.", ""]
     for gen, part in speed["lengths"].items():
         parts += [f"**{gen} answer tokens, {len(part['prompts'])} prompts**", "", _table(part), ""]
+    if "edits" in result:
+        e = result["edits"]["lengths"][str(LENGTHS[0])]["rows"]
+        s_, q_ = e[f"{MODEL} S mode + cache"], e[f"{MODEL} Q mode + cache"]
+        t5, t7 = (next(r for k, r in e.items() if f"threshold {x}, no edits" in k) for x in ("0.5", "0.7"))
+        parts += ["**Do the edits pay?** S and Q mode against their commit thresholds alone (`Threshold`, no edits), "
+                  f"{LENGTHS[0]} tokens: without edits threshold 0.5 writes {t5['tpf']:.2f} tokens per pass at gen-PPL "
+                  f"{t5['gen_ppl']:.2f}; S mode's {s_['edits']} edits bring it to {s_['gen_ppl']:.2f} at {s_['tpf']:.2f}. "
+                  f"Threshold 0.7 alone: {t7['gen_ppl']:.2f} at {t7['tpf']:.2f}; Q mode's {q_['edits']} edits: "
+                  f"{q_['gen_ppl']:.2f} at {q_['tpf']:.2f}. On this model the edits pay.", "",
+                  _table(result["edits"]["lengths"][str(LENGTHS[0])]), ""]
     if "block_choice" in result:
         c = result["block_choice"]
         parts += ["**The block size**: the same two stages at blocks of 16 and 32 (" +

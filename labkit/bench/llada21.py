@@ -24,7 +24,7 @@ from ..eval.intervals import paired_ratio, ppl_interval
 from ..eval.metrics import gen_nats, ppl_of, word_validity
 from ..models.kv_cache import BlockCache
 from ..models.load import load
-from ..samplers import DraftEdit
+from ..samplers import DraftEdit, Threshold
 from ..training.prompts import sample_prompts
 from .block_speed import stop_runs
 
@@ -94,7 +94,7 @@ def speed_quality(lengths=LENGTHS, prompts=(24, 12), log=None, table: dict | Non
               "lengths": {}}
     for gen, n in zip(lengths, prompts):
         texts = fitting_prompts(fit, n, max(LENGTHS))
-        raw = {k: {"seconds": [], "nfe": [], "text": [], "ids": []} for k in table}
+        raw = {k: {"seconds": [], "nfe": [], "text": [], "ids": [], "edits": []} for k in table}
         for i, prompt in enumerate(texts):
             for label, (name, rule, block, _, cached) in table.items():
                 seconds, out = _decode(models[name], prompt, rule, block, cached, gen)
@@ -102,6 +102,7 @@ def speed_quality(lengths=LENGTHS, prompts=(24, 12), log=None, table: dict | Non
                 raw[label]["nfe"].append(int(out.stats["nfe"]))
                 raw[label]["text"].append(canvas_text(models[name], out))
                 raw[label]["ids"].append(out.ids[0].tolist())
+                raw[label]["edits"].append(int(out.trace.edited().sum()))
             if log:
                 log(f"{gen} tokens: prompt {i + 1}/{len(texts)}")
         rows = {label: _row(judge, texts, r, gen) for label, r in raw.items()}
@@ -119,8 +120,9 @@ def speed_quality(lengths=LENGTHS, prompts=(24, 12), log=None, table: dict | Non
 
 def _describe(setting) -> dict:
     name, rule, block, one, cached = setting
-    label = rule if isinstance(rule, str) else {"threshold": rule.threshold, "editing_threshold": rule.editing_threshold,
-                                                "max_post_steps": rule.max_post_steps}
+    keys = ("threshold", "editing_threshold", "max_post_steps")
+    label = rule if isinstance(rule, str) else {"rule": type(rule).__name__,
+                                                **{k: getattr(rule, k) for k in keys if hasattr(rule, k)}}
     return {"model": name, "rule": label, "block_length": block, "one_token_per_step": one, "cache": cached}
 
 
@@ -134,7 +136,8 @@ def _row(judge, prompts: list[str], raw: dict, gen: int) -> dict:
             "gen_ppl": round(ppl_of(nats), 3), "gen_ppl_ci95": [round(lo, 3), round(hi, 3)],
             "word_validity": round(word_validity(raw["text"]), 4),
             "per_prompt_nats": [[round(a, 4), b] for a, b in nats],
-            "per_prompt_seconds": raw["seconds"], "per_prompt_nfe": raw["nfe"], "example": raw["text"][0]}
+            "per_prompt_seconds": raw["seconds"], "per_prompt_nfe": raw["nfe"], "edits": sum(raw["edits"]),
+            "example": raw["text"][0]}
 
 
 def eos_stop(n: int = 32, log=None) -> dict:
@@ -173,18 +176,18 @@ def targets(result: dict) -> dict:
     }
 
 
-def _rows(speed: dict) -> list[str]:
+def _rows(speed: dict, edits: bool = False) -> list[str]:
     lines = []
     for gen, part in speed["lengths"].items():
         lines.append(f"{gen} answer tokens, {len(part['prompts'])} held-out prompts, batch 1, "
                      f"{speed['threads']} thread(s); gen-PPL under {JUDGE}, ratio paired to {BASE}")
-        lines.append(f"{'setting':32s} {'tok/s':>7s} {'x base':>7s} {'TPF':>6s} {'gen-PPL':>8s} "
-                     f"{'95% interval':>16s} {'ratio [95%]':>22s} {'words':>6s}")
+        lines.append(f"{'setting':44s} {'tok/s':>7s} {'x base':>7s} {'TPF':>6s} {'gen-PPL':>8s} "
+                     f"{'95% interval':>16s} {'ratio [95%]':>22s} {'words':>6s}" + (f" {'edits':>6s}" if edits else ""))
         for label, r in part["rows"].items():
             ci, (x, lo, hi) = r["gen_ppl_ci95"], r["gen_ppl_ratio_to_base"]
-            lines.append(f"{label:32s} {r['tokens_per_second']:7.1f} {r['speedup_over_base']:7.2f} {r['tpf']:6.2f} "
+            lines.append(f"{label:44s} {r['tokens_per_second']:7.1f} {r['speedup_over_base']:7.2f} {r['tpf']:6.2f} "
                          f"{r['gen_ppl']:8.2f} [{ci[0]:6.2f}, {ci[1]:6.2f}] {x:6.2f} [{lo:5.2f}, {hi:5.2f}]  "
-                         f"{r['word_validity']:6.3f}")
+                         f"{r['word_validity']:6.3f}" + (f" {r['edits']:6d}" if edits else ""))
         lines.append("")
     return lines
 
@@ -199,6 +202,8 @@ def own_greedy_ratio(rows: dict) -> tuple[float, float, float]:
 def table(result: dict) -> str:
     """The side-by-side table, one block per answer length, then the targets."""
     lines = _rows(result["speed"])
+    if "edits" in result:
+        lines += ["Do the edits pay? The same commit thresholds without edits:", *_rows(result["edits"], edits=True)]
     if "block_choice" in result:
         lines += ["The block size, chosen between these runs (each distilled the same way):", *_rows(result["block_choice"])]
     stop = result["eos_stop"]
@@ -213,6 +218,23 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def edit_control() -> dict[str, tuple[str, object, int, bool, bool]]:
+    """Do the edits pay? S and Q mode against their commit thresholds alone (`Threshold`: no edits,
+    no post steps), tiny-llada21 in its own blocks with the cache, beside tiny greedy."""
+    b = block_for(load(MODEL))
+    s, q = DraftEdit.speed(), DraftEdit.quality()
+    return {BASE: settings(32)[BASE],
+            f"{MODEL} S mode + cache": (MODEL, s, b, False, True),
+            f"{MODEL} threshold {s.threshold}, no edits + cache": (MODEL, Threshold(threshold=s.threshold), b, False, True),
+            f"{MODEL} Q mode + cache": (MODEL, q, b, False, True),
+            f"{MODEL} threshold {q.threshold}, no edits + cache": (MODEL, Threshold(threshold=q.threshold), b, False, True)}
+
+
+def edits(n: int = 24, log=None) -> dict:
+    """`edit_control` side by side at 128 tokens on n held-out prompts, with each row's edits counted."""
+    return speed_quality(lengths=(LENGTHS[0],), prompts=(n,), log=log, table=edit_control())
+
+
 def block_choice(folders: dict[str, str], n: int = 24, log=None) -> dict:
     """The candidates (`candidates`) side by side at 128 tokens on n held-out prompts."""
     return {"folders": folders, **speed_quality(lengths=(LENGTHS[0],), prompts=(n,), log=log, table=candidates(folders))}
@@ -221,12 +243,13 @@ def block_choice(folders: dict[str, str], n: int = 24, log=None) -> dict:
 def bench_llada21(prompts=(24, 12), choice: dict[str, str] | None = None, log=None) -> dict:
     """speed_quality, eos_stop and the targets judged from them; with `choice` ({"block B": run
     folder}), the block-size candidates too."""
-    result = {"speed": speed_quality(prompts=prompts, log=log), "eos_stop": eos_stop(log=log)}
+    result = {"speed": speed_quality(prompts=prompts, log=log), "eos_stop": eos_stop(log=log),
+              "edits": edits(prompts[0], log=log)}
     if choice:
         result["block_choice"] = block_choice(choice, prompts[0], log=log)
     return {**result, "targets": targets(result)}
 
 
 __all__ = ["BASE", "CAP", "CONTEXT", "DEFAULT", "JUDGE", "LENGTHS", "MODEL", "bench_llada21", "block_choice",
-           "candidates", "canvas_text", "eos_stop", "fitting_prompts", "own_greedy_ratio", "settings", "speed_quality",
-           "table", "targets"]
+           "candidates", "canvas_text", "edit_control", "edits", "eos_stop", "fitting_prompts", "own_greedy_ratio",
+           "settings", "speed_quality", "table", "targets"]
