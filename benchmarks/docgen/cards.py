@@ -32,8 +32,10 @@ def _source(cfg: dict, training: dict) -> dict:
     return json.loads((init_folder(cfg["init_from"]) / "config.json").read_text())
 
 
-def _extras(cfg: dict, training: dict) -> list[str]:
-    """Card lines for the recipe options beyond plain training from scratch."""
+def _extras(cfg: dict, training: dict | None = None) -> list[str]:
+    """Card lines for the recipe options beyond plain training from scratch (`training`: the run's
+    whole record, read for a start from a kept copy)."""
+    training = training or {}
     lines = []
     if "init_snapshot" in training:
         st, c = training["init_snapshot"], training["init_snapshot"]["config"]
