@@ -502,7 +502,8 @@ lk.viz.heatmap_matplotlib(fast.trace, l21, kind="state")
 
 # %% [markdown]
 # Each row of the heatmap is a pass, each column a position: a block's masks fall in a few passes,
-# several at once, and the orange cells are tokens rewritten after they were written. Now the side by
+# several at once; purple cells are tokens rewritten after they were written (orange: committed in that
+# pass). Now the side by
 # side run (`labkit bench llada21`, one thread, batch 1, each prompt decoded by every setting in turn):
 # tokens per second, TPF, gen-PPL under `tiny-ar` of every token the passes wrote, with its interval
 # and its paired ratio to the lab's default written one token per step (`tiny` greedy, no cache), at
@@ -522,8 +523,8 @@ print(llada21.table(L21))
 # 1.72× `tiny`'s [1.36, 2.23], and Q mode, meant to buy quality with speed, writes no better than S
 # mode here (8.64 against 8.34, their intervals overlapping). The gap is the model's more than the
 # parallel decoding's: its own greedy decoding, one token per step, is already 1.43× `tiny`'s, and S
-# mode against it is 1.21× [0.99, 1.44]. A model trained longer is the fix this table asks for (stage 1
-# stopped at half its schedule, stage 2 ran 600 steps, both on a CPU). The block-16 run beside it shows
+# mode against it is 1.21× [0.99, 1.44]. Longer training was not tried here (stage 1 stopped at half
+# its schedule, stage 2 ran 600 steps, both on a CPU). The block-16 run beside it shows
 # the other side of the choice: S mode there stays at 1.07× `tiny`'s gen-PPL but writes 2.41 tokens per
 # pass. And the answers stop: on a 224-token canvas S mode takes 13.31 passes per row with
 # `eos_early_stop` instead of 56.81, every answer unchanged.
@@ -531,8 +532,8 @@ print(llada21.table(L21))
 # Here the edits pay, which they did not on Sudoku (notebook 12): the same commit thresholds without
 # edits (`Threshold`) write more tokens per pass but far worse text: threshold 0.5 alone 5.02 tokens per
 # pass at gen-PPL 63.53, S mode's 989 edits bring it to 8.34 at 3.74; threshold 0.7 alone 19.09, Q mode
-# 8.64. Q mode edits less (348 edits, at 0.5 where S mode edits at any margin), which is why it ends no
-# better than S mode.
+# 8.64. Q mode edits less (348 edits, at 0.5 where S mode edits at any margin) and ends no better than
+# S mode.
 
 # %% [markdown]
 # ## 11 · What to take away, and what is not here

@@ -107,3 +107,16 @@ def test_s_mode_commits_several_tokens_per_pass_on_the_block_model():
         tr = lk.generate(BlockCache(lk.load(name)), prompts, "speed", gen_length=64, steps=64, seed=0).trace
         tpf = 2 * 64 / tr.row_nfe().sum().item()                          # tokens per pass, as each row saw it
         assert (tpf >= 2) is more, (name, tpf)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/README.zh-CN.md", "docs/course.md", "docs/course.zh-CN.md"])
+def test_the_prose_states_the_measured_figures(doc):
+    """README's and the course's sentences on tiny-llada21 (both languages) quote llada21.json."""
+    text = (ROOT / doc).read_text()
+    short, long = (R["speed"]["lengths"][str(n)]["rows"] for n in llada21.LENGTHS)
+    s = short["tiny-llada21 S mode + cache"]
+    ratio, lo, hi = s["gen_ppl_ratio_to_base"]
+    assert f"{s['tpf']:.2f}" in text and f"{long['tiny-llada21 S mode + cache']['speedup_over_base']:.2f}" in text
+    assert f"{ratio:.2f}" in text
+    if doc.startswith("docs/README") or doc == "README.md":
+        assert f"[{lo:.2f}, {hi:.2f}]" in text and f"{R['eos_stop']['saved']:.1%}" in text

@@ -15,11 +15,9 @@ The issue's targets are judged from the rows by `targets` (read back by tests/te
 """
 from __future__ import annotations
 
-import time
-
 import torch
 
-from ..decode import block_for, generate
+from ..decode import DEFAULT_BLOCK, block_for, generate
 from ..eval.intervals import paired_ratio, ppl_interval
 from ..eval.metrics import gen_nats, ppl_of, word_validity
 from ..models.kv_cache import BlockCache
@@ -27,6 +25,7 @@ from ..models.load import load
 from ..samplers import DraftEdit, Threshold
 from ..training.prompts import sample_prompts
 from .block_speed import stop_runs
+from .common import stopwatch
 
 MODEL, CAP, DEFAULT, JUDGE = "tiny-llada21", "tiny-cap", "tiny", "tiny-ar"
 LENGTHS = (128, 224)                  # 224: the longest answer tiny's 256-token context holds after a prompt
@@ -37,22 +36,22 @@ CONTEXT = 256
 def settings(block: int) -> dict[str, tuple[str, object, int, bool, bool]]:
     """{label: (model, rule, block length, one token per step, BlockCache)}."""
     s, q = DraftEdit.speed(), DraftEdit.quality()
-    return {BASE: (DEFAULT, "low_confidence", 32, True, False),
+    return {BASE: (DEFAULT, "low_confidence", DEFAULT_BLOCK, True, False),
             f"{MODEL} greedy": (MODEL, "low_confidence", block, True, False),
             f"{MODEL} greedy + cache": (MODEL, "low_confidence", block, True, True),
             f"{MODEL} S mode": (MODEL, s, block, False, False),
             f"{MODEL} S mode + cache": (MODEL, s, block, False, True),
             f"{MODEL} Q mode": (MODEL, q, block, False, False),
             f"{MODEL} Q mode + cache": (MODEL, q, block, False, True),
-            f"{CAP} S mode": (CAP, s, 32, False, False),
-            f"{CAP} Q mode": (CAP, q, 32, False, False)}
+            f"{CAP} S mode": (CAP, s, DEFAULT_BLOCK, False, False),
+            f"{CAP} Q mode": (CAP, q, DEFAULT_BLOCK, False, False)}
 
 
 def fitting_prompts(lm, n: int, longest: int) -> list[str]:
-    """The first n held-out openings whose canvas (the prompt padded to whole blocks of 32, then
-    `longest` answer tokens) fits the context."""
+    """The first n held-out openings whose canvas (the prompt padded to whole blocks of DEFAULT_BLOCK,
+    the longest block any setting decodes in, then `longest` answer tokens) fits the context."""
     pool = sample_prompts(4 * n)
-    fit = [p for p in pool if -(-len(lm.encode(p)) // 32) * 32 + longest <= CONTEXT]
+    fit = [p for p in pool if -(-len(lm.encode(p)) // DEFAULT_BLOCK) * DEFAULT_BLOCK + longest <= CONTEXT]
     if len(fit) < n:
         raise ValueError(f"only {len(fit)} held-out openings fit {longest} answer tokens; ask for fewer prompts")
     return sorted(fit, key=pool.index)[:n]
@@ -64,17 +63,15 @@ def canvas_text(lm, out) -> str:
 
 
 def _decode(lm, prompt: str, rule, block: int, cached: bool, gen: int):
-    """steps = gen: one token per step for the greedy rule (threshold and editing rules set their own)."""
+    """(seconds, result); steps = gen: one token per step for the greedy rule (threshold and editing rules set their own)."""
     model = BlockCache(lm) if cached else lm
-    t0 = time.perf_counter()
-    out = generate(model, prompt, rule, gen_length=gen, block_length=block, steps=gen, seed=0)
-    return time.perf_counter() - t0, out
+    return stopwatch(lambda: generate(model, prompt, rule, gen_length=gen, block_length=block, steps=gen, seed=0))
 
 
 def candidates(folders: dict[str, str]) -> dict[str, tuple[str, object, int, bool, bool]]:
     """The block-size choice: {label: setting} of tiny greedy and each candidate's greedy, S and Q
     mode with the cache, in its own blocks; `folders` {"block 16": run folder, ...}."""
-    table = {BASE: settings(32)[BASE]}
+    table = {BASE: settings(DEFAULT_BLOCK)[BASE]}
     for name, folder in folders.items():
         b = block_for(load(folder))
         for mode, rule in (("greedy", "low_confidence"), ("S mode", DraftEdit.speed()), ("Q mode", DraftEdit.quality())):
@@ -85,10 +82,10 @@ def candidates(folders: dict[str, str]) -> dict[str, tuple[str, object, int, boo
 def speed_quality(lengths=LENGTHS, prompts=(24, 12), log=None, table: dict | None = None) -> dict:
     """Every setting (`settings`, or `table`) on the same held-out prompts at each answer length
     (see the module's notes)."""
-    table = table or settings(block_for(load(MODEL)))
-    models = {name: load(name) for name in {s[0] for s in table.values()}}
+    fit = load(MODEL)                         # the block model: its tokenizer fits the prompts to the context
+    table = table or settings(block_for(fit))
+    models = {name: fit if name == MODEL else load(name) for name in {s[0] for s in table.values()}}
     judge = load(JUDGE)
-    fit = load(MODEL)
     result = {"model": MODEL, "block": block_for(fit), "judge": JUDGE, "batch": 1,
               "threads": torch.get_num_threads(), "settings": {k: _describe(v) for k, v in table.items()},
               "lengths": {}}
@@ -223,7 +220,7 @@ def edit_control() -> dict[str, tuple[str, object, int, bool, bool]]:
     no post steps), tiny-llada21 in its own blocks with the cache, beside tiny greedy."""
     b = block_for(load(MODEL))
     s, q = DraftEdit.speed(), DraftEdit.quality()
-    return {BASE: settings(32)[BASE],
+    return {BASE: settings(DEFAULT_BLOCK)[BASE],
             f"{MODEL} S mode + cache": (MODEL, s, b, False, True),
             f"{MODEL} threshold {s.threshold}, no edits + cache": (MODEL, Threshold(threshold=s.threshold), b, False, True),
             f"{MODEL} Q mode + cache": (MODEL, q, b, False, True),
