@@ -18,7 +18,7 @@ export TQDM_DISABLE := 1
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: lab test test-times check nbval install notebook notebooks notebook-sync student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block model-llada21 bench-llada21 install-block bench-blocks bench-rl bench-rl-search bench-tasks bench-samplers bench-controls bench-panel gpu-check browser-check clean-venv
+.PHONY: lab test test-times check nbval install notebook notebooks notebook-sync student slides doctor model model-ar model-cap model-tasks model-sudoku-from-ar model-rl model-block model-llada21 bench-llada21 install-block bench-blocks bench-rl bench-rl-search bench-tasks bench-samplers bench-controls bench-panel bench-roofline gpu-check browser-check clean-venv
 
 install: $(STAMP)
 
@@ -256,6 +256,14 @@ gpu-check: install
 # thread setting, quiet and next to a busy neighbour process (about 9 min on 2 cores).
 bench-panel: install
 	$(BIN)/labkit bench panel --out benchmarks/results
+
+# When does parallel decoding pay (labkit.bench.roofline): one cached pass timed against the positions it
+# computes (W = 1 .. 256 after 128 cached, batch 1 and 8) on tiny-ar and random-weight stand-ins of hidden
+# 512, 1024 and 2048, beside a roofline of this machine's measured FLOP/s and bandwidth and the H200 points
+# of gpu_check.json (roofline.json, roofline.png). Run it on a quiet machine: the timings are the result
+# (about 5 min on one thread, estimated from short runs on a busy 2-core machine).
+bench-roofline: install
+	$(BIN)/labkit bench roofline --out benchmarks/results
 
 # The students' copies of the notebooks and their Chinese twins (student/, student/zh-CN): every
 # solution cell (tagged "solution") replaced by a stub; `make lab NOTEBOOKS=student` opens them.

@@ -15,15 +15,13 @@ from . import controls as ctl
 from .accel import Accel, check_accel
 from .models import formats
 from .models.handle import Denoiser, model_block
-from .output import Output, answer_texts, check_seed, collect, find_stop, until_stop
+from .output import Output, answer_texts, check_seed, check_stop, collect, find_stop, stopped_rows
 from .prompts import chat_text, prompt_texts  # noqa: F401  (chat_text: still importable from here, its old home)
 from .samplers.base import DecodeState, Sampler, StepRecord
 from .samplers.knobs import BLOCK_LENGTH, CFG_SCALE, GEN_LENGTH, PENALTY_LAMBDA, STEPS, KnobError
 from .samplers.low_confidence import LowConfidence
 from .samplers.registry import default_rule, resolve
 from .trace import Trace
-
-_until_stop = until_stop      # the old private name (tests/test_decode.py)
 
 
 def default_sampler(lm: Denoiser):
@@ -105,11 +103,13 @@ def _model_fn(lm: Denoiser, attention_mask, prompt_pos, cfg_scale, penalty_lambd
     unconditional pass sees the prompt positions masked, in one batch of 2B with the conditional.
     Works with or without an attention mask (LLaDA's generate.py crashes without one).
     A causal model runs only on the decided prefix and its logits are shifted right by one, so
-    logits[:, i] is always the prediction for position i. `penalty_lambda` (SGLang's anti-stutter
+    logits[:, i] is always the prediction for position i (into one buffer for the run, refreshed from
+    the wrapper's `fresh_from` on: a KV cache's first recomputed position). `penalty_lambda` (SGLang's anti-stutter
     knob) subtracts λ from each position's logit of the token written just before it.
     A KV cache that hands out its own logits buffer (`shares_logits`) is copied first when
     something adds into the logits (`writers`: penalty_lambda, controls)."""
     copy = writers and getattr(lm, "shares_logits", False)
+    shifted: list[torch.Tensor] = []        # the causal path's logits buffer, kept from call to call
 
     def causal_forward(x):
         B, L = x.shape
@@ -118,8 +118,13 @@ def _model_fn(lm: Denoiser, attention_mask, prompt_pos, cfg_scale, penalty_lambd
         inp = x[:, :upto].masked_fill(undecided[:, :upto], lm.pad_id)
         am = None if attention_mask is None else attention_mask[:, :upto]
         out = lm(inp, am)                                                  # (B, upto, V)
-        logits = out.new_zeros(B, L, out.shape[-1])
-        logits[:, 1:upto + 1] = out[:, :L - 1]
+        n = min(upto, L - 1)
+        kept = not writers and shifted and shifted[0].shape == (B, L, out.shape[-1]) and shifted[0].dtype == out.dtype
+        if not kept:
+            shifted[:] = [out.new_zeros(B, L, out.shape[-1])]
+        lo = min(getattr(lm, "fresh_from", 0), n) if kept else 0     # a KV cache recomputed from fresh_from on
+        logits = shifted[0]
+        logits[:, lo + 1:n + 1] = out[:, lo:n]
         return logits
 
     def forward(x):
@@ -212,14 +217,6 @@ def _prepare(lm: Denoiser, prompt, sampler: Sampler, *, gen_length: int, block_l
                 done=torch.zeros(B, dtype=torch.bool, device=x.device), accel=check_accel(accel), stop_seqs=stop_seqs)
 
 
-def check_stop(stop) -> tuple[str, ...]:
-    """`stop`: a string or a sequence of non-empty strings (OpenAI's `stop`), as a tuple."""
-    stop = (stop,) if isinstance(stop, str) else stop
-    if not isinstance(stop, (tuple, list)) or not all(isinstance(t, str) and t for t in stop):
-        raise ValueError(f"stop must be a non-empty string or a list of them, got {stop!r}")
-    return tuple(stop)
-
-
 def _one_token(lm: Denoiser, ch: str) -> int:
     ids = lm.encode(ch)
     if len(ids) != 1:
@@ -279,6 +276,7 @@ def _block(run: _Run, block: int) -> Iterator[StepRecord]:
     if not run.eos_early_stop:
         stop_ids = stop_ids[:0]
     watch_eos = stop_ids.numel() > 0 or bool(run.stop_seqs)
+    editable = (~run.frozen[:, s:e]).any(-1)                             # (B,) a fully pinned block is skipped
     for step in range(budget):
         state = DecodeState(x=run.x, frozen=run.frozen, block_start=s, block_end=e, block=block, step=step,
                             steps=budget, global_step=run.global_step, mask_id=lm.mask_id, stop_ids=lm.stop_ids)
@@ -286,22 +284,24 @@ def _block(run: _Run, block: int) -> Iterator[StepRecord]:
             live = full = None
         else:
             full = ~state.masked.any(-1)                                 # (B,)
-            editable = (~run.frozen[:, s:e]).any(-1)                     # a fully pinned block is skipped
-            live = ~run.done & editable & (~full | ((post < max_post) & ~converged))
+            if run.controls:                                             # controls may pin more as they go
+                editable = (~run.frozen[:, s:e]).any(-1)
+            open_ = ~full | ((post < max_post) & ~converged) if max_post else ~full
+            live = ~run.done & editable & open_
             if not live.any():                                           # the stop test: one bit
                 break
         rec = _step(run, state, live)
-        if live is not None:
+        if live is not None and max_post:                                # post steps: only editing rules take them
             changed = (rec.committed | rec.edited).any(-1)
             post += (live & full).long()
             converged |= live & full & ~changed
         run.x = rec.tokens
         if watch_eos and not max_post:
-            run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id, run.stop_seqs)
+            run.done |= stopped_rows(run.x, run.prompt_len, stop_ids, lm.mask_id, run.stop_seqs)
         run.global_step += 1
         yield rec
     if watch_eos and max_post:                          # editing rules: checked when the block is done
-        run.done |= _stopped(run.x, run.prompt_len, stop_ids, lm.mask_id, run.stop_seqs)
+        run.done |= stopped_rows(run.x, run.prompt_len, stop_ids, lm.mask_id, run.stop_seqs)
 
 
 def _step(run: _Run, state: DecodeState, live: torch.Tensor) -> StepRecord:
@@ -376,22 +376,6 @@ def _only_rows(rec: StepRecord, live: torch.Tensor | None, x: torch.Tensor, chec
     return replace(rec, tokens=torch.where(keep, x, rec.tokens), candidates=torch.where(keep, x, rec.candidates),
                    confidence=rec.confidence.masked_fill(keep, float("nan")),
                    committed=rec.committed & ~keep, edited=rec.edited & ~keep)
-
-
-def _stopped(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int, stop_seqs=()) -> torch.Tensor:
-    """(B,) bool: the row has an EOS / EoT (or one of the token sequences `stop_seqs`, written in
-    full) in its answer with every position before it decided."""
-    answer = x[:, P:]                                                       # (B, A)
-    B, A = answer.shape
-    is_stop = torch.isin(answer, stop_ids)                                  # (B, A): where an answer may end
-    for seq in stop_seqs:
-        m = len(seq)
-        if m <= A:
-            hit = (answer.unfold(1, m, 1) == seq).all(-1)                   # (B, A - m + 1): seq starts here
-            is_stop[:, :A - m + 1] |= hit
-    first = torch.where(is_stop.any(-1), is_stop.int().argmax(-1), A)      # (B,)
-    before = torch.arange(A, device=x.device)[None, :] < first[:, None]
-    return is_stop.any(-1) & ~((answer == mask_id) & before).any(-1)
 
 
 def generate(lm: Denoiser, prompt, sampler=None, *, on_step: Callable[[StepRecord], None] | None = None,

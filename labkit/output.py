@@ -1,6 +1,7 @@
 """What a decoding loop hands back, built the same way by every loop (`decode.generate`, the
 continuous sampler, DiffusionGemma's recorder): an `Output` of ids, texts, trace and stats, the
-stop handling that cuts an answer at its first EOS / end-of-turn token, and the seed check.
+stop handling (which rows have stopped, the stop strings checked, an answer cut at its first EOS /
+end-of-turn token), and the seed check.
 
 This sits below models/ (it reads a model only through `decode` and `stop_ids`), so the loops
 above it share it without importing each other."""
@@ -70,4 +71,28 @@ def collect(trace: Trace, texts: list[str], *, seconds: float, gen_tokens: int, 
     return cls(ids=trace.final.long(), texts=texts, trace=trace, stats=stats, **fields)
 
 
-__all__ = ["Output", "answer_texts", "check_seed", "collect", "find_stop", "until_stop"]
+def check_stop(stop) -> tuple[str, ...]:
+    """`stop`: a string or a sequence of non-empty strings (OpenAI's `stop`), as a tuple."""
+    stop = (stop,) if isinstance(stop, str) else stop
+    if not isinstance(stop, (tuple, list)) or not all(isinstance(t, str) and t for t in stop):
+        raise ValueError(f"stop must be a non-empty string or a list of them, got {stop!r}")
+    return tuple(stop)
+
+
+def stopped_rows(x: torch.Tensor, P: int, stop_ids: torch.Tensor, mask_id: int, stop_seqs=()) -> torch.Tensor:
+    """(B,) bool: the row has an EOS / EoT (or one of the token sequences `stop_seqs`, written in
+    full) in its answer with every position before it decided."""
+    answer = x[:, P:]                                                       # (B, A)
+    B, A = answer.shape
+    is_stop = torch.isin(answer, stop_ids)                                  # (B, A): where an answer may end
+    for seq in stop_seqs:
+        m = len(seq)
+        if m <= A:
+            hit = (answer.unfold(1, m, 1) == seq).all(-1)                   # (B, A - m + 1): seq starts here
+            is_stop[:, :A - m + 1] |= hit
+    first = torch.where(is_stop.any(-1), is_stop.int().argmax(-1), A)      # (B,)
+    before = torch.arange(A, device=x.device)[None, :] < first[:, None]
+    return is_stop.any(-1) & ~((answer == mask_id) & before).any(-1)
+
+
+__all__ = ["Output", "answer_texts", "check_seed", "check_stop", "collect", "find_stop", "stopped_rows", "until_stop"]

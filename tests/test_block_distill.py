@@ -9,7 +9,7 @@ import torch
 import labkit as lk
 from labkit.training.distill import make_trajectories, pack, speech_eos
 from labkit.training.losses import block_diffusion_loss
-from labkit.training.prompts import train_prompts
+from labkit.training.prompts import FORMS, cut, fits_form, form_prompts, speeches, train_prompts
 from labkit.training.recipes import TrainConfig
 from tests.block_common import shared_char_model
 
@@ -91,8 +91,11 @@ def test_pack_starts_the_answer_on_a_block_boundary():
 def test_block_distillation_settings_are_checked():
     base = dict(init_from="tiny-ar", shift_logits=True, block_size=32, distill=8)
     TrainConfig(**base, distill_teacher="tiny-ar", eos_every_speech=True)
-    with pytest.raises(ValueError, match="distill_mix and block_warmup"):
+    with pytest.raises(ValueError, match="block_warmup must be 0"):
         TrainConfig(**base, block_warmup=10)
+    TrainConfig(**base, distill_mix=0.25, distill_forms=FORMS)                  # corpus rows in block distillation
+    with pytest.raises(ValueError, match="distill_forms must be a non-empty tuple of"):
+        TrainConfig(**base, distill_forms=("chorus",))
     with pytest.raises(ValueError, match="distill_teacher"):
         TrainConfig(init_from="tiny", distill_teacher="tiny-ar")
 
@@ -113,3 +116,32 @@ def test_a_run_started_from_a_kept_copy_records_it(tmp_path):
     rec = start_record(TrainConfig(init_from=str(src), shift_logits=True, block_size=32, distill=8))["init_snapshot"]
     assert rec["recipe"] == "tiny-block32-from-ar" and rec["step"] == 600 and rec["model_config"] == {"block_size": 32}
     assert start_record(TrainConfig(init_from="tiny")) == {}               # a committed model: nothing to record
+
+
+def test_prompts_of_every_form_are_cut_where_their_form_says():
+    """A speaker alone; a speaker and the first words of the first line (no line break); a speaker, the first
+    line and the first words of the second; a speaker and the whole first line."""
+    speech = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\nArise."
+    assert cut(speech, "speaker") == "ROMEO:\n"
+    assert cut(speech, "first words", 0.0) == "ROMEO:\nBut"
+    assert cut(speech, "first words", 0.99) == "ROMEO:\nBut soft, what light through yonder window"
+    assert cut(speech, "mid-speech", 0.5) == "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and"
+    assert cut(speech, "first line") == "ROMEO:\nBut soft, what light through yonder window breaks?\n"
+    assert not fits_form("ROMEO:\nAy.\n", "first words") and not fits_form("ROMEO:\nAy me!\n", "mid-speech")
+    with pytest.raises(ValueError, match="form must be one of"):
+        cut(speech, "aside")
+    held = [s for s in speeches("heldout")]
+    for form in FORMS:
+        prompts = form_prompts(8, form)
+        assert len(prompts) == 8 and all(any(s.startswith(p) for s in held) for p in prompts)
+
+
+def test_training_prompts_take_the_forms_in_turn_and_the_old_list_is_unchanged():
+    mixed = train_prompts(12, seed=0, forms=FORMS)
+    assert [p.endswith(":\n") for p in mixed[0::4]] == [True] * 3                       # a speaker alone
+    assert all(p.count("\n") == 1 and not p.endswith("\n") for p in mixed[1::4])        # first words
+    assert all(p.count("\n") == 2 and not p.endswith("\n") for p in mixed[2::4])        # inside the second line
+    assert all(p.count("\n") == 2 and p.endswith("\n") for p in mixed[3::4])            # a whole first line
+    assert train_prompts(12, seed=0, forms=FORMS)[:8] == train_prompts(8, seed=0, forms=FORMS)
+    old = train_prompts(4, seed=0)                 # the committed models' prompts: first lines, as drawn before
+    assert old == train_prompts(4, seed=0, forms=("first line",)) and all(p.count("\n") == 2 for p in old)

@@ -164,7 +164,7 @@ def test_seed_and_generator_conflict(toy):
 
 
 def test_text_ends_at_the_first_eos():
-    from labkit.decode import _until_stop
+    from labkit.output import until_stop as _until_stop
     assert _until_stop([5, 6, 1, 7, 1], (1,)) == [5, 6]
     assert _until_stop([5, 6], (1,)) == [5, 6]
 

@@ -174,6 +174,30 @@ def test_distill_trains_on_the_teachers_own_answers(tmp_path, small_corpus):
         dataclasses.replace(cfg, distill_mix=0.9)                 # a batch of 2: both rows corpus
 
 
+def test_block_distillation_mixes_corpus_rows_in(tmp_path, small_corpus):
+    """A block student with distill_mix: a share of each batch is block diffusion on the corpus (before, the
+    corpus rows were dropped for block models); prompts of every form reach the teacher."""
+    from labkit.models.load import weights_dir
+    from labkit.models.tokenizer import load_tokenizer
+    from labkit.training.loop import build_model
+    from labkit.training.prompts import FORMS
+    tok = load_tokenizer(weights_dir() / "tiny")
+    small = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, seq_len=64)
+    teacher = build_model(TrainConfig(seed=3, **small), tok)
+    teacher.save_pretrained(tmp_path / "teacher")
+    tok.save_pretrained(tmp_path / "teacher")
+    cfg = TrainConfig(init_from=str(tmp_path / "teacher"), distill=4, distill_length=8, distill_block=8, block_size=8,
+                      batch_size=2, steps=2, warmup=1, ckpt_every=2, bf16=False, distill_forms=FORMS, **small)
+    out = train(cfg, tmp_path / "teacher-rows", progress=False, log=lambda *_: None)
+    traj = torch.load(out / "trajectories.pt", weights_only=False)
+    assert traj["prompt"][0].endswith(":\n") and not traj["prompt"][1].endswith("\n")   # speaker, then first words
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "trajectories.pt").write_bytes((out / "trajectories.pt").read_bytes())
+    mixed = train(dataclasses.replace(cfg, distill_mix=0.5), tmp_path / "mixed", progress=False, log=lambda *_: None)
+    a, b = (labkit.load(str(p)).net.state_dict() for p in (out, mixed))
+    assert any(not torch.equal(a[k], b[k]) for k in a)
+
+
 def test_stratified_t_spreads_one_uniform_draw_over_the_batch():
     u = torch.rand(1, generator=torch.Generator().manual_seed(0))
     t = stratified_t(4, eps=0.0, generator=torch.Generator().manual_seed(0))
@@ -218,7 +242,8 @@ def test_the_loop_still_offers_the_recipes_and_train():
                                      "tiny-sudoku-ar-solver", "tiny-facts", "tiny-facts-ar", "tiny-add", "tiny-add-ar",
                                      "tiny-block4-from-ar", "tiny-block4", "tiny-anneal", "tiny-scratch",
                                      "tiny-block16", "tiny-block4-edit", "tiny-block8-from-ar", "tiny-block16-from-ar",
-                                     "tiny-block32-from-ar", "tiny-llada21", "tiny-sudoku-from-ar", "tiny-sudoku-scratch",
+                                     "tiny-block32-from-ar", "tiny-llada21-first-line", "tiny-llada21-any", "tiny-llada21",
+                                     "tiny-sudoku-from-ar", "tiny-sudoku-scratch",
                                      "tiny-sudoku-editor", "tiny-sudoku-t2t"]
     assert recipes.TASK_MODELS == tuple(n for n in list(recipes.RECIPES)[3:10] if n != "tiny-sudoku-ar-solver")
     assert recipes.SOLVER_TWINS == ("tiny-sudoku-ar-solver",)

@@ -11,7 +11,9 @@ from ..bench import (
     likelihood,
     llada21,
     lm_eval,
+    loop_cost,
     panel,
+    roofline,
     samplers,
     serve,
     speed,
@@ -81,15 +83,16 @@ def _benchmarks() -> dict:
                            _bench_learned_policy, (_items, _quiet)),
         "blocks": ("block diffusion and conversion from tiny-ar: likelihood, text and TPF by block size, curves, "
                    "the exact cache, the stop", blocks_cmd.run, (blocks_cmd.parts, blocks_cmd.runs, _quiet)),
-        "llada21": ("the tiny LLaDA2.1 side by side at 128 and 224 tokens: tokens/s, TPF, gen-PPL and its paired ratio "
-                    "to tiny greedy, word validity; greedy/S/Q with and without the cache, tiny-cap, the EOS stop",
-                    _bench_llada21, (_candidates, _quiet)),
+        "llada21": ("the tiny LLaDA2.1 against the AR twin with its KV cache: tokens/s at batch 1 and 4, TPF, gen-PPL "
+                    "by a neutral judge on prompts of every form, the EOS stop", _bench_llada21, (_candidates, _quiet)),
         "lm-eval": ("every sampler's score, TPF and time on a shipped lm-eval task, through lm-eval", _bench_lm_eval,
                     (_limit, _quiet)),
-        "draft-edit": ("notebook 04's sweeps on tiny-cap: editing or not, the S-Q threshold grid, readable corrections",
-                       _bench_notebook, (_quiet,)),
-        "steering": ("notebook 06's soft-steering table: Topic strengths and cfg_scale on tiny", _bench_notebook,
-                     (_quiet,)),
+        "draft-edit": ("notebook 04's sweeps on tiny-cap: editing or not, the S-Q grid, corrections", _bench_notebook, (_quiet,)),
+        "steering": ("notebook 06's soft-steering table: Topic strengths and cfg_scale on tiny", _bench_notebook, (_quiet,)),
+        "roofline": ("when does parallel decoding pay: a cached pass's time against the positions it computes, beside "
+                     "a roofline of this machine's FLOP/s and bandwidth", roofline.run_cli, (roofline.add_flags, _quiet)),
+        "loop-cost": ("the decoding loop's time per step against its bare forwards, split, for the cached AR twin and "
+                      "tiny-llada21", loop_cost.run_cli, (loop_cost.add_flags, _quiet)),
     }
 
 
@@ -423,13 +426,13 @@ def _bench_learned_policy(a) -> int:
 
 
 def _candidates(p) -> None:
-    p.add_argument("--candidates", help="comma-separated block-model run folders measured beside it for the choice of "
-                   "block size (e.g. runs/tiny-llada21-b16,runs/tiny-llada21-b32)")
+    p.add_argument("--candidates", help="comma-separated block-model folders measured beside it for the choice of the "
+                   "model, each named by its folder (e.g. runs/tiny-llada21-first-line,runs/tiny-llada21-any)")
 
 
 def _bench_llada21(a) -> int:
     folders = [f.strip() for f in (a.candidates or "").split(",") if f.strip()]
-    choice = {f"block {load(f).net.config.block_size}": f for f in folders}
+    choice = {Path(f).name: f for f in folders if load(f).net.config.block_size}
     result = llada21.bench_llada21(choice=choice or None, log=progress_log(a))
     return report(a, "llada21.json", result, lambda r: print(llada21.table(r)))
 

@@ -239,6 +239,7 @@ class CausalCache(Wrapper):
                              f"{lm.name!r} is {type(lm.net).__name__}")
         super().__init__(lm)
         self.reused = self.computed = 0           # positions taken from the cache / recomputed
+        self.fresh_from = 0                       # the last call's first recomputed position
         self._ids = self._mask = self._kv = self._logits = None
 
     def _kept(self, x: torch.Tensor, attention_mask) -> int:
@@ -268,7 +269,7 @@ class CausalCache(Wrapper):
             self._logits = grown
         self._logits[:, d:n] = raw
         self._ids, self._mask = x.clone(), None if attention_mask is None else attention_mask.clone()
-        self.reused, self.computed = self.reused + d, self.computed + n - d
+        self.reused, self.computed, self.fresh_from = self.reused + d, self.computed + n - d, d
         return self._logits[:, :n]
 
 

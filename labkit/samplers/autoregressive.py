@@ -28,6 +28,8 @@ class Autoregressive(Rule):
         check_sampling(self.temperature, self.top_k, self.top_p)
 
     def step(self, logits, state: DecodeState, generator=None) -> StepRecord:
+        if self.temperature == 0:
+            return self._greedy(logits, state)
         s, e = state.block_start, state.block_end
         cand_b, prob_b = sample_tokens(logits[:, s:e].float(), self.temperature, generator,
                                        self.top_k, self.top_p)                # (B, N)
@@ -37,6 +39,22 @@ class Autoregressive(Rule):
         # only the cursor is a real proposal; the rest of the block has no left context yet
         candidates = torch.where(cursor, candidates, state.x)
         confidence = confidence.masked_fill(~cursor, float("nan"))
+        return commit_record(state, candidates, confidence, cursor)
+
+    @staticmethod
+    def _greedy(logits, state: DecodeState) -> StepRecord:
+        """Temperature 0: the same record, with only the cursor's logits read (one position's softmax,
+        not the block's: the AR step's rule then costs about what its one-token forward does)."""
+        s, e = state.block_start, state.block_end
+        masked = state.masked                                                # (B, L)
+        here = masked[:, s:e]
+        rows = torch.arange(here.shape[0], device=here.device)
+        cursor_pos = s + here.int().argmax(-1)                               # (B,) leftmost mask (s if none)
+        cand, prob = sample_tokens(logits[rows, cursor_pos][:, None], 0.0)   # (B, 1) each
+        cursor = torch.zeros_like(masked)
+        cursor[rows, cursor_pos] = here.any(-1)
+        candidates = torch.where(cursor, cand, state.x)
+        confidence = torch.where(cursor, prob, torch.full_like(prob, float("nan")).expand_as(cursor))
         return commit_record(state, candidates, confidence, cursor)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
@@ -29,9 +30,13 @@ class DecodeState:
         m[:, self.block_start:self.block_end] = True
         return m
 
-    @property
+    @cached_property
     def masked(self) -> Tensor:                # (B, L) bool: undecided positions of the active block
-        return self.in_block & (self.x == self.mask_id) & ~self.frozen
+        """Computed once per state (the loop and the rule both read it; x does not change under it)."""
+        s, e = self.block_start, self.block_end
+        m = torch.zeros_like(self.frozen)
+        m[:, s:e] = (self.x[:, s:e] == self.mask_id) & ~self.frozen[:, s:e]
+        return m
 
 
 @dataclass(frozen=True)

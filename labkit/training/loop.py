@@ -132,7 +132,7 @@ def distill_rows(cfg: TrainConfig, out: Path, tokenizer, log,
     part)."""
     teacher = load(str(init_folder(cfg.distill_teacher or cfg.init_from)), device=device)
     top_p = cfg.distill_top_p if cfg.distill_top_p < 1 else None
-    traj = make_trajectories(teacher, train_prompts(cfg.distill, cfg.seed), out / "trajectories.pt",
+    traj = make_trajectories(teacher, train_prompts(cfg.distill, cfg.seed, tuple(cfg.distill_forms)), out / "trajectories.pt",
                              gen_length=cfg.distill_length, block_length=cfg.distill_block,
                              temperature=cfg.distill_temperature, top_p=top_p, seed=cfg.seed, log=log)
     if cfg.eos_every_speech:
@@ -227,13 +227,16 @@ def distill_loss(run: Run, x0: torch.Tensor | None, g: torch.Generator) -> torch
     n_corpus = round(cfg.batch_size * cfg.distill_mix)                 # the rest: teacher answers
     rows = torch.randint(len(ids), (cfg.batch_size - n_corpus,), generator=g, device=CPU).to(run.device)
     if cfg.block_size:                  # a block model: every answer block at once, in its own blocks
-        return block_diffusion_loss(run.model, ids[rows], run.mask_id, eps=cfg.eps, generator=g,
+        loss = block_diffusion_loss(run.model, ids[rows], run.mask_id, eps=cfg.eps, generator=g,
                                     attention_mask=attn[rows], clean_prefix=P, **_extra_terms(cfg))
-    loss = block_distill_loss(run.logits, ids[rows], attn[rows], P, cfg.distill_block, run.mask_id,
-                              eps=cfg.eps, generator=g, **_extra_terms(cfg))
-    if n_corpus:
-        plain = masked_diffusion_loss(run.logits, x0[:n_corpus], run.mask_id, eps=cfg.eps, generator=g,
-                                      **_extra_terms(cfg))
+    else:
+        loss = block_distill_loss(run.logits, ids[rows], attn[rows], P, cfg.distill_block, run.mask_id,
+                                  eps=cfg.eps, generator=g, **_extra_terms(cfg))
+    if n_corpus:                        # corpus rows: the model's own objective on real text
+        plain = (block_diffusion_loss(run.model, x0[:n_corpus], run.mask_id, eps=cfg.eps, generator=g,
+                                      **_extra_terms(cfg)) if cfg.block_size else
+                 masked_diffusion_loss(run.logits, x0[:n_corpus], run.mask_id, eps=cfg.eps, generator=g,
+                                       **_extra_terms(cfg)))
         loss = (loss * len(rows) + plain * n_corpus) / cfg.batch_size
     return loss
 

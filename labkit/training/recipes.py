@@ -9,6 +9,9 @@ from ..tasks.layouts import row_length, structure
 from .masking import EPS
 
 DATA = ("plays", "tasks")
+# the forms a prompt cut from a speech can take (training.prompts.cut): a speaker's name alone, a name and
+# the first words of a line, a cut in the middle of a speech, a whole first line
+FORMS = ("speaker", "first words", "mid-speech", "first line")
 # label → (registry rule, knobs): the draft rules whose recorded states a self-error editor trains on
 # (TrainConfig.self_error_rules; labkit.training.self_errors)
 DRAFT_RULES = {
@@ -60,7 +63,8 @@ class TrainConfig:
     eos_every_speech: bool = False  # EOS after every speech of the plays, not only a play's end (answers
                                     # that stop); with distill, after every speech of the teacher's answers too
     distill_mix: float = 0.0       # share of each distillation batch drawn from the corpus instead
-                                   # (plain masked diffusion: keeps the variety of real text)
+                                   # (plain masked or block diffusion: keeps the variety of real text)
+    distill_forms: tuple = ("first line",)   # the teacher's prompts' forms (training.prompts.FORMS), in turn
     block_size: int = 0            # > 0: block diffusion (LLaDA2.x, BD3-LM): block-causal attention,
                                    # the noisy canvas and the clean sequence in one pass (losses.block_diffusion_loss)
     block_warmup: int = 0          # steps over which the trained block grows 1, 2, 4 .. block_size (LLaDA2.0)
@@ -141,9 +145,10 @@ class TrainConfig:
         if self.block_size and (self.objective != "diffusion" or self.data != "plays"):
             raise ValueError("block_size trains a block-diffusion LM on the plays: objective='diffusion', "
                              "data='plays'")
-        if self.block_size and self.distill and (self.distill_mix or self.block_warmup):
-            raise ValueError("a block model distils on teacher rows only, in its own blocks: "
-                             "distill_mix and block_warmup must be 0 with block_size and distill")
+        if self.block_size and self.distill and self.block_warmup:
+            raise ValueError("a block model distils in its own blocks: block_warmup must be 0 with block_size and distill")
+        if not self.distill_forms or any(f not in FORMS for f in self.distill_forms):
+            raise ValueError(f"distill_forms must be a non-empty tuple of {FORMS}, got {self.distill_forms!r}")
         if self.distill_teacher and not self.distill:
             raise ValueError(f"distill_teacher={self.distill_teacher!r} names whose answers are distilled; set distill > 0 too")
         if self.block_size > self.seq_len:
@@ -256,16 +261,29 @@ def llada21_stage1(block: int) -> TrainConfig:
                        lr=1e-3, ckpt_every=50)
 
 
-def llada21_stage2(block: int) -> TrainConfig:
-    return TrainConfig(init_from=f"runs/tiny-block{block}-from-ar/step-{LLADA21_STAGE1}", distill_teacher="tiny-ar",
-                       shift_logits=True, block_size=block, distill=512, distill_length=192, steps=600, lr=5e-4,
+def llada21_stage2(block: int, start: int = LLADA21_STAGE1, forms: tuple = ("first line",), mix: float = 0.0,
+                   prompts: int = 512) -> TrainConfig:
+    """Stage 2 from stage 1's copy at step `start`: `prompts` teacher answers to training prompts of
+    `forms`, with a `mix` share of each batch from the corpus (block diffusion on real text)."""
+    return TrainConfig(init_from=f"runs/tiny-block{block}-from-ar/step-{start}", distill_teacher="tiny-ar",
+                       shift_logits=True, block_size=block, distill=prompts, distill_length=192, steps=600, lr=5e-4,
                        warmup=50, cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, eos_every_speech=True,
-                       ckpt_every=50)
+                       ckpt_every=50, distill_forms=tuple(forms), distill_mix=mix)
 
 
 RECIPES.update({f"tiny-block{b}-from-ar": llada21_stage1(b) for b in LLADA21_BLOCKS})
 LLADA21_BLOCK = 32     # chosen between 16 and 32 by `labkit bench llada21`'s block_choice (llada21.json)
-RECIPES["tiny-llada21"] = llada21_stage2(LLADA21_BLOCK)
+# Round 6's tiny-llada21: prompts of one form only (a speaker and a whole first line), teacher rows only
+RECIPES["tiny-llada21-first-line"] = llada21_stage2(LLADA21_BLOCK)
+# (3) Round 7 (issue 60): that model taught prompts of every form (training.prompts.FORMS, in turn: a speaker's
+# name alone, a name and the first words of a line, a cut inside a speech, a whole first line), tiny-ar's
+# answers to 1024 of them, a quarter of each batch from the corpus (block diffusion on the plays, EOS after every
+# speech). float32: the machine that trained it has no bfloat16 matmuls (AVX2 only; autocast there is ~8x slower).
+RECIPES["tiny-llada21-any"] = TrainConfig(
+    init_from="runs/tiny-llada21-first-line", distill_teacher="tiny-ar", shift_logits=True, block_size=LLADA21_BLOCK,
+    distill=1024, distill_length=192, distill_forms=FORMS, distill_mix=0.25, steps=300, lr=3e-4, warmup=30,
+    cap_weight=0.5, edit_prob=0.2, edit_stutter=0.5, eos_every_speech=True, ckpt_every=25, bf16=False)
+RECIPES["tiny-llada21"] = RECIPES["tiny-llada21-first-line"]
 # The Sudoku AR twin converted to a masked model on the grid canvas (its '=' and solution positions
 # become the grid's, attention opened at once, logits shifted: Dream's recipe) at a quarter of
 # tiny-sudoku's 6000 steps, with tiny-sudoku's repair noise; kept at 10/25/50% for its curve.
